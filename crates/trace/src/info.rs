@@ -1,0 +1,1 @@
+//! PLACEHOLDER: trace info report.

@@ -1,0 +1,1 @@
+//! PLACEHOLDER: synthetic workload generator.
