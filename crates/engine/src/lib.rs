@@ -7,9 +7,17 @@
 //! thread, so the simulator and the NBD server run exactly the same
 //! decisions.
 
+pub mod action;
+pub mod cache;
+pub mod config;
+pub mod counters;
 pub mod key;
 pub mod list;
 pub mod policy;
 
+pub use action::Action;
+pub use cache::{Cache, Outcome};
+pub use config::{CacheConfig, ConfigError, Mode, WritePolicy};
+pub use counters::{Counters, Ratios, VolumeState};
 pub use key::{BlockKey, Slot};
 pub use policy::{AnyPolicy, PolicyKind, ReplacementPolicy};

@@ -1,0 +1,752 @@
+//! The cache state machine.
+//!
+//! [`Cache::handle`] takes one request and returns its [`Outcome`]; with
+//! `record_actions` on, [`Cache::actions`] then lists what a real cache must
+//! do, in order. Nothing here does I/O or reads a clock, and once the slot
+//! table has grown to the cache's size nothing allocates per request.
+
+use cloudcache_trace::{Op, Request, VolumeId};
+
+use crate::action::Action;
+use crate::config::{CacheConfig, ConfigError, Mode, WritePolicy};
+use crate::counters::{Counters, VolumeState};
+use crate::key::{key_map_with_capacity, BlockKey, KeyMap, Slot};
+use crate::list::{Links, List};
+use crate::policy::{AnyPolicy, ReplacementPolicy};
+
+/// What one request found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Blocks (objects) the request touched.
+    pub blocks: u64,
+    /// Of those, blocks found cached.
+    pub hit_blocks: u64,
+}
+
+impl Outcome {
+    /// Every touched block hit (a request hit).
+    pub fn is_hit(&self) -> bool {
+        self.blocks > 0 && self.hit_blocks == self.blocks
+    }
+}
+
+/// A flash cache shared by many volumes.
+pub struct Cache {
+    config: CacheConfig,
+    block_shift: u32,
+    /// Capacity in weight units (blocks, or bytes in object mode).
+    capacity: u64,
+    used: u64,
+    map: KeyMap<Slot>,
+    /// Key held by each slot (stale for free slots).
+    keys: Vec<BlockKey>,
+    /// Weight of each slot's item (object mode only; blocks weigh 1).
+    weights: Vec<u64>,
+    dirty: Vec<bool>,
+    free: Vec<Slot>,
+    policy: AnyPolicy,
+    /// Dirty slots, most recently written at the front, for the cleaner.
+    dirty_links: Links,
+    dirty_list: List,
+    dirty_high_blocks: Option<u64>,
+    dirty_low_blocks: u64,
+    volumes: Vec<VolumeState>,
+    actions: Vec<Action>,
+}
+
+impl Cache {
+    /// A cache as `config` describes it.
+    pub fn new(config: CacheConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let capacity = config.capacity_units();
+        let expected = match config.mode {
+            Mode::Block if config.expected_items == 0 => capacity,
+            Mode::Block => capacity.min(config.expected_items as u64),
+            Mode::Object => config.expected_items as u64,
+        } as usize;
+        let (dirty_high_blocks, dirty_low_blocks) = match config.dirty_high_watermark {
+            Some(high) => {
+                let low = config.dirty_low_watermark.unwrap_or(high / 2.0);
+                (Some((high * capacity as f64) as u64), (low * capacity as f64) as u64)
+            }
+            None => (None, 0),
+        };
+        let policy = config.policy.build(capacity, expected);
+        Ok(Cache {
+            block_shift: config.block_size.trailing_zeros(),
+            capacity,
+            used: 0,
+            map: key_map_with_capacity(expected),
+            keys: Vec::with_capacity(expected),
+            weights: Vec::with_capacity(if config.mode == Mode::Object { expected } else { 0 }),
+            dirty: Vec::with_capacity(expected),
+            free: Vec::new(),
+            policy,
+            dirty_links: Links::with_slots(expected),
+            dirty_list: List::new(),
+            dirty_high_blocks,
+            dirty_low_blocks,
+            volumes: Vec::new(),
+            actions: Vec::new(),
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CacheConfig {
+        &self.config
+    }
+
+    /// Handle one request (its `content` is ignored).
+    pub fn handle_request(&mut self, req: &Request) -> Outcome {
+        self.handle(req.volume, req.op, req.offset, req.len)
+    }
+
+    /// Handle one request of `len` bytes at byte `offset` of `volume`.
+    pub fn handle(&mut self, volume: VolumeId, op: Op, offset: u64, len: u64) -> Outcome {
+        self.actions.clear();
+        if volume as usize >= self.volumes.len() {
+            self.volumes.resize(volume as usize + 1, VolumeState::default());
+        }
+        let outcome = match self.config.mode {
+            Mode::Block => self.handle_blocks(volume, op, offset, len),
+            Mode::Object => self.handle_object(volume, op, offset, len),
+        };
+        if let Some(high) = self.dirty_high_blocks {
+            if self.dirty_list.len() as u64 > high {
+                self.clean_down_to(self.dirty_low_blocks);
+            }
+        }
+        outcome
+    }
+
+    /// Actions of the last request, in order (empty unless `record_actions`).
+    pub fn actions(&self) -> &[Action] {
+        &self.actions
+    }
+
+    /// Per-volume counters and footprint, indexed by volume id.
+    pub fn volumes(&self) -> &[VolumeState] {
+        &self.volumes
+    }
+
+    /// Whole-cache counters (the sum over volumes).
+    pub fn counters(&self) -> Counters {
+        let mut total = Counters::default();
+        for v in &self.volumes {
+            total.add(&v.counters);
+        }
+        total
+    }
+
+    /// Items now cached.
+    pub fn cached_items(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// Weight now cached: blocks, or bytes in object mode.
+    pub fn used_weight(&self) -> u64 {
+        self.used
+    }
+
+    /// Capacity in weight units: blocks, or bytes in object mode.
+    pub fn capacity_weight(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Dirty blocks now cached.
+    pub fn dirty_blocks(&self) -> u64 {
+        self.dirty_list.len() as u64
+    }
+
+    /// Whether `key` is cached, and if so whether it is dirty.
+    pub fn lookup(&self, key: BlockKey) -> Option<(Slot, bool)> {
+        self.map.get(&key).map(|&slot| (slot, self.dirty[slot as usize]))
+    }
+
+    /// Write back every dirty block (all volumes, or one), oldest first;
+    /// blocks stay cached and clean. Returns the number written back; with
+    /// `record_actions`, [`Cache::actions`] lists the `WriteBack`s.
+    pub fn write_back_all(&mut self, volume: Option<VolumeId>) -> u64 {
+        self.actions.clear();
+        let mut written = 0;
+        let mut at = self.dirty_list.back();
+        while let Some(slot) = at {
+            at = self.dirty_links.prev(slot);
+            if volume.is_none_or(|v| self.keys[slot as usize].volume == v) {
+                self.clean(slot);
+                written += 1;
+            }
+        }
+        written
+    }
+
+    // ---- block mode -------------------------------------------------------
+
+    fn handle_blocks(&mut self, volume: VolumeId, op: Op, offset: u64, len: u64) -> Outcome {
+        let v = volume as usize;
+        let end = offset.saturating_add(len);
+        if len == 0 || end == offset {
+            if op == Op::Trim {
+                self.volumes[v].counters.trim_requests += 1;
+            } else {
+                self.volumes[v].counters.empty_requests += 1;
+            }
+            return Outcome::default();
+        }
+        let block_size = self.config.block_size;
+        let first = offset >> self.block_shift;
+        let last = (end - 1) >> self.block_shift;
+        if op == Op::Trim {
+            self.trim(volume, offset, end, first, last);
+            return Outcome::default();
+        }
+        let mut outcome = Outcome::default();
+        for block in first..=last {
+            let block_start = block << self.block_shift;
+            let covered = end.min(block_start.saturating_add(block_size)) - offset.max(block_start);
+            let key = BlockKey { volume, block };
+            let hit = match op {
+                Op::Read => self.read_block(key),
+                _ => self.write_block(key, covered == block_size),
+            };
+            outcome.blocks += 1;
+            let counters = &mut self.volumes[v].counters;
+            if hit {
+                outcome.hit_blocks += 1;
+                counters.byte_hits += covered;
+            }
+            match op {
+                Op::Read => {
+                    counters.read_block_accesses += 1;
+                    counters.read_block_hits += u64::from(hit);
+                }
+                _ => {
+                    counters.write_block_accesses += 1;
+                    counters.write_block_hits += u64::from(hit);
+                }
+            }
+        }
+        let counters = &mut self.volumes[v].counters;
+        counters.requests += 1;
+        counters.request_hits += u64::from(outcome.is_hit());
+        counters.block_accesses += outcome.blocks;
+        counters.block_hits += outcome.hit_blocks;
+        counters.bytes_accessed += len;
+        match op {
+            Op::Read => counters.read_requests += 1,
+            _ => counters.write_requests += 1,
+        }
+        outcome
+    }
+
+    /// One block of a read; true on a hit.
+    #[inline]
+    fn read_block(&mut self, key: BlockKey) -> bool {
+        let v = key.volume as usize;
+        if let Some(&slot) = self.map.get(&key) {
+            self.policy.hit(slot);
+            self.volumes[v].counters.flash_read_blocks += 1;
+            self.record(Action::FlashRead { key, slot });
+            return true;
+        }
+        self.volumes[v].counters.backend_read_blocks += 1;
+        self.record(Action::BackendRead { key });
+        let slot = self.admit(key, 1);
+        self.volumes[v].counters.flash_write_blocks += 1;
+        self.record(Action::FlashWrite { key, slot });
+        false
+    }
+
+    /// One block of a write; true if the block was cached when written.
+    #[inline]
+    fn write_block(&mut self, key: BlockKey, whole_block: bool) -> bool {
+        let v = key.volume as usize;
+        let cached = self.map.get(&key).copied();
+        match self.config.write_policy {
+            WritePolicy::WriteBack | WritePolicy::WriteThrough => {
+                let slot = match cached {
+                    Some(slot) => {
+                        self.policy.hit(slot);
+                        slot
+                    }
+                    None => {
+                        if !whole_block {
+                            // The rest of the block must come from the backend
+                            // before the cache can hold a whole valid block.
+                            self.volumes[v].counters.backend_read_blocks += 1;
+                            self.record(Action::BackendRead { key });
+                        }
+                        self.admit(key, 1)
+                    }
+                };
+                self.volumes[v].counters.flash_write_blocks += 1;
+                self.record(Action::FlashWrite { key, slot });
+                if self.config.write_policy == WritePolicy::WriteBack {
+                    self.mark_dirty(slot);
+                } else {
+                    self.volumes[v].counters.backend_write_blocks += 1;
+                    self.record(Action::BackendWrite { key });
+                }
+            }
+            WritePolicy::WriteInvalidate => {
+                if let Some(slot) = cached {
+                    self.settle_dirty_before_backend_write(slot, whole_block);
+                    self.drop_slot(slot);
+                }
+                self.volumes[v].counters.backend_write_blocks += 1;
+                self.record(Action::BackendWrite { key });
+            }
+            WritePolicy::ReadOnly => {
+                if let Some(slot) = cached {
+                    self.policy.hit(slot);
+                    self.volumes[v].counters.flash_write_blocks += 1;
+                    self.record(Action::FlashWrite { key, slot });
+                    self.settle_dirty_before_backend_write(slot, whole_block);
+                }
+                self.volumes[v].counters.backend_write_blocks += 1;
+                self.record(Action::BackendWrite { key });
+            }
+        }
+        cached.is_some()
+    }
+
+    /// Drop cached blocks wholly inside a trimmed range, then forward the trim.
+    ///
+    /// Partly trimmed blocks stay cached: a trimmed range's content is
+    /// unspecified, so keeping the old bytes is correct and loses nothing.
+    fn trim(&mut self, volume: VolumeId, offset: u64, end: u64, first: u64, last: u64) {
+        let v = volume as usize;
+        self.volumes[v].counters.trim_requests += 1;
+        let block_size = self.config.block_size;
+        let first_whole = if offset % block_size == 0 { first } else { first + 1 };
+        let last_whole =
+            if end % block_size == 0 || end == u64::MAX { Some(last) } else { last.checked_sub(1) };
+        if let Some(last_whole) = last_whole.filter(|&l| l >= first_whole) {
+            let span = last_whole - first_whole + 1;
+            if span <= self.map.len() as u64 {
+                for block in first_whole..=last_whole {
+                    if let Some(&slot) = self.map.get(&BlockKey { volume, block }) {
+                        self.discard(slot);
+                    }
+                }
+            } else {
+                // A huge discard (mkfs, blkdiscard): scanning the cached slots
+                // is cheaper than probing every block of the range.
+                for slot in 0..self.keys.len() as Slot {
+                    let key = self.keys[slot as usize];
+                    if key.volume == volume
+                        && (first_whole..=last_whole).contains(&key.block)
+                        && self.map.get(&key) == Some(&slot)
+                    {
+                        self.discard(slot);
+                    }
+                }
+            }
+        }
+        self.record(Action::BackendTrim { volume, offset, len: end - offset });
+    }
+
+    /// Drop a block whose data the client discarded (no write-back needed).
+    fn discard(&mut self, slot: Slot) {
+        if self.dirty[slot as usize] {
+            self.unmark_dirty(slot);
+        }
+        self.drop_slot(slot);
+    }
+
+    // ---- object mode ------------------------------------------------------
+
+    fn handle_object(&mut self, volume: VolumeId, op: Op, offset: u64, len: u64) -> Outcome {
+        let v = volume as usize;
+        let key = BlockKey { volume, block: offset };
+        let cached = self.map.get(&key).copied();
+        if op == Op::Trim {
+            self.volumes[v].counters.trim_requests += 1;
+            if let Some(slot) = cached {
+                self.discard(slot);
+            }
+            return Outcome::default();
+        }
+        let hit = match cached {
+            Some(slot) => {
+                self.policy.hit(slot);
+                self.volumes[v].counters.flash_read_blocks += 1;
+                true
+            }
+            None => {
+                self.volumes[v].counters.backend_read_blocks += 1;
+                if len > self.capacity {
+                    self.volumes[v].counters.not_admitted += 1;
+                } else {
+                    self.admit(key, len);
+                    self.volumes[v].counters.flash_write_blocks += 1;
+                }
+                false
+            }
+        };
+        let counters = &mut self.volumes[v].counters;
+        counters.requests += 1;
+        counters.block_accesses += 1;
+        counters.bytes_accessed += len;
+        let h = u64::from(hit);
+        counters.request_hits += h;
+        counters.block_hits += h;
+        counters.byte_hits += if hit { len } else { 0 };
+        if op == Op::Read {
+            counters.read_requests += 1;
+            counters.read_block_accesses += 1;
+            counters.read_block_hits += h;
+        } else {
+            counters.write_requests += 1;
+            counters.write_block_accesses += 1;
+            counters.write_block_hits += h;
+        }
+        Outcome { blocks: 1, hit_blocks: h }
+    }
+
+    // ---- slots ------------------------------------------------------------
+
+    /// Make room for `weight` and cache `key`; returns its slot.
+    #[inline]
+    fn admit(&mut self, key: BlockKey, weight: u64) -> Slot {
+        while self.used + weight > self.capacity {
+            self.evict_one(key);
+        }
+        let slot = self.take_free_slot();
+        let s = slot as usize;
+        self.keys[s] = key;
+        if self.config.mode == Mode::Object {
+            self.weights[s] = weight;
+        }
+        self.map.insert(key, slot);
+        self.policy.insert(slot, key, weight);
+        self.used += weight;
+        let state = &mut self.volumes[key.volume as usize];
+        state.cached_items += 1;
+        state.cached_weight += weight;
+        slot
+    }
+
+    fn take_free_slot(&mut self) -> Slot {
+        if let Some(slot) = self.free.pop() {
+            return slot;
+        }
+        let slot = self.keys.len() as Slot;
+        let slots = self.keys.len() + 1;
+        self.keys.push(BlockKey::default());
+        self.dirty.push(false);
+        if self.config.mode == Mode::Object {
+            self.weights.push(0);
+        }
+        self.policy.reserve_slots(slots);
+        self.dirty_links.ensure_slots(slots);
+        slot
+    }
+
+    /// Evict the policy's victim, writing it back first if dirty.
+    fn evict_one(&mut self, incoming: BlockKey) {
+        let slot = self.policy.evict(incoming, &self.keys);
+        let key = self.keys[slot as usize];
+        let v = key.volume as usize;
+        if self.dirty[slot as usize] {
+            self.record(Action::WriteBack { key, slot });
+            self.unmark_dirty(slot);
+            self.volumes[v].counters.backend_write_blocks += 1;
+            self.volumes[v].counters.dirty_evictions += 1;
+        }
+        self.volumes[v].counters.evictions += 1;
+        self.record(Action::Evict { key, slot });
+        self.release(slot);
+    }
+
+    /// Remove a clean (or already handled) slot that the policy still tracks.
+    fn drop_slot(&mut self, slot: Slot) {
+        debug_assert!(!self.dirty[slot as usize], "dropping a dirty block without write-back");
+        let key = self.keys[slot as usize];
+        self.policy.remove(slot);
+        self.volumes[key.volume as usize].counters.invalidations += 1;
+        self.record(Action::Invalidate { key, slot });
+        self.release(slot);
+    }
+
+    /// Forget `slot`'s item (the policy has already let go of it).
+    fn release(&mut self, slot: Slot) {
+        let s = slot as usize;
+        let key = self.keys[s];
+        let weight = if self.config.mode == Mode::Object { self.weights[s] } else { 1 };
+        self.map.remove(&key);
+        self.used -= weight;
+        let state = &mut self.volumes[key.volume as usize];
+        state.cached_items -= 1;
+        state.cached_weight -= weight;
+        self.free.push(slot);
+    }
+
+    fn mark_dirty(&mut self, slot: Slot) {
+        if self.dirty[slot as usize] {
+            // Rewritten: now the youngest dirty block, flushed last.
+            self.dirty_links.move_to_front(&mut self.dirty_list, slot);
+        } else {
+            self.dirty[slot as usize] = true;
+            self.dirty_links.push_front(&mut self.dirty_list, slot);
+            self.volumes[self.keys[slot as usize].volume as usize].dirty_blocks += 1;
+        }
+    }
+
+    fn unmark_dirty(&mut self, slot: Slot) {
+        self.dirty[slot as usize] = false;
+        self.dirty_links.unlink(&mut self.dirty_list, slot);
+        self.volumes[self.keys[slot as usize].volume as usize].dirty_blocks -= 1;
+    }
+
+    /// Write back a dirty block that stays cached.
+    fn clean(&mut self, slot: Slot) {
+        let key = self.keys[slot as usize];
+        self.record(Action::WriteBack { key, slot });
+        self.unmark_dirty(slot);
+        let counters = &mut self.volumes[key.volume as usize].counters;
+        counters.backend_write_blocks += 1;
+        counters.cleaned_blocks += 1;
+    }
+
+    /// Before a write that bypasses the cache reaches the backend, a dirty
+    /// cached copy (left by a policy change) must not be lost: if the write
+    /// covers the whole block its data is superseded, otherwise the bytes it
+    /// does not cover exist only in the cache and are written back first.
+    fn settle_dirty_before_backend_write(&mut self, slot: Slot, whole_block: bool) {
+        if self.dirty[slot as usize] {
+            if whole_block {
+                self.unmark_dirty(slot);
+            } else {
+                self.clean(slot);
+            }
+        }
+    }
+
+    /// Write back the oldest dirty blocks until at most `target` remain.
+    fn clean_down_to(&mut self, target: u64) {
+        while self.dirty_list.len() as u64 > target {
+            let Some(slot) = self.dirty_list.back() else { break };
+            self.clean(slot);
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, action: Action) {
+        if self.config.record_actions {
+            self.actions.push(action);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PolicyKind;
+
+    fn cache(blocks: u64, write_policy: WritePolicy) -> Cache {
+        Cache::new(CacheConfig {
+            capacity_bytes: blocks * 4096,
+            block_size: 4096,
+            write_policy,
+            record_actions: true,
+            ..CacheConfig::default()
+        })
+        .unwrap()
+    }
+
+    const K: u64 = 4096;
+
+    #[test]
+    fn misaligned_read_touches_every_overlapped_block() {
+        let mut c = cache(8, WritePolicy::WriteBack);
+        // 63-sector offset: bytes 32256..36352 overlap blocks 7 and 8.
+        let o = c.handle(0, Op::Read, 63 * 512, 4096);
+        assert_eq!(o, Outcome { blocks: 2, hit_blocks: 0 });
+        let o = c.handle(0, Op::Read, 7 * K + 3584, 512);
+        assert_eq!(o, Outcome { blocks: 1, hit_blocks: 1 });
+        let n = c.counters();
+        assert_eq!((n.requests, n.request_hits, n.block_accesses, n.block_hits), (2, 1, 3, 1));
+        assert_eq!((n.bytes_accessed, n.byte_hits), (4096 + 512, 512));
+        assert_eq!((n.backend_read_blocks, n.flash_write_blocks), (2, 2));
+    }
+
+    #[test]
+    fn read_miss_actions_in_order_with_dirty_victim() {
+        let mut c = cache(1, WritePolicy::WriteBack);
+        c.handle(0, Op::Write, 0, K);
+        assert_eq!(c.actions(), &[Action::FlashWrite { key: BlockKey::new(0, 0), slot: 0 }]);
+        c.handle(0, Op::Read, K, K);
+        let k0 = BlockKey::new(0, 0);
+        let k1 = BlockKey::new(0, 1);
+        assert_eq!(
+            c.actions(),
+            &[
+                Action::BackendRead { key: k1 },
+                Action::WriteBack { key: k0, slot: 0 },
+                Action::Evict { key: k0, slot: 0 },
+                Action::FlashWrite { key: k1, slot: 0 },
+            ]
+        );
+        let n = c.counters();
+        assert_eq!((n.evictions, n.dirty_evictions, n.backend_write_blocks), (1, 1, 1));
+    }
+
+    #[test]
+    fn partial_write_miss_reads_then_writes() {
+        let mut c = cache(4, WritePolicy::WriteBack);
+        c.handle(0, Op::Write, 512, 1024);
+        let k = BlockKey::new(0, 0);
+        assert_eq!(c.actions(), &[Action::BackendRead { key: k }, Action::FlashWrite { key: k, slot: 0 }]);
+        // A partial write of a cached block needs no backend read.
+        c.handle(0, Op::Write, 0, 512);
+        assert_eq!(c.actions(), &[Action::FlashWrite { key: k, slot: 0 }]);
+        assert_eq!(c.dirty_blocks(), 1);
+        assert_eq!(c.counters().backend_read_blocks, 1);
+    }
+
+    #[test]
+    fn write_through_keeps_blocks_clean() {
+        let mut c = cache(4, WritePolicy::WriteThrough);
+        c.handle(0, Op::Write, 0, 2 * K);
+        assert_eq!(c.dirty_blocks(), 0);
+        let n = c.counters();
+        assert_eq!((n.flash_write_blocks, n.backend_write_blocks, n.write_block_hits), (2, 2, 0));
+        c.handle(0, Op::Read, 0, 2 * K);
+        assert_eq!(c.counters().read_block_hits, 2);
+    }
+
+    #[test]
+    fn write_invalidate_drops_cached_copy() {
+        let mut c = cache(4, WritePolicy::WriteInvalidate);
+        c.handle(0, Op::Read, 0, K);
+        c.handle(0, Op::Write, 0, K);
+        let k = BlockKey::new(0, 0);
+        assert_eq!(c.actions(), &[Action::Invalidate { key: k, slot: 0 }, Action::BackendWrite { key: k }]);
+        assert_eq!(c.cached_items(), 0);
+        let n = c.counters();
+        assert_eq!((n.write_block_hits, n.invalidations, n.flash_write_blocks), (1, 1, 1));
+        // A write miss admits nothing.
+        c.handle(0, Op::Write, K, K);
+        assert_eq!(c.cached_items(), 0);
+    }
+
+    #[test]
+    fn read_only_updates_cached_copy_and_never_admits_writes() {
+        let mut c = cache(4, WritePolicy::ReadOnly);
+        c.handle(0, Op::Read, 0, K);
+        c.handle(0, Op::Write, 0, 2 * K);
+        assert_eq!(c.cached_items(), 1);
+        let n = c.counters();
+        assert_eq!((n.flash_write_blocks, n.backend_write_blocks, n.write_block_hits), (2, 2, 1));
+        assert_eq!(c.dirty_blocks(), 0);
+    }
+
+    #[test]
+    fn watermarks_write_back_oldest_dirty_blocks() {
+        let mut c = Cache::new(CacheConfig {
+            capacity_bytes: 10 * K,
+            dirty_high_watermark: Some(0.5),
+            dirty_low_watermark: Some(0.2),
+            record_actions: true,
+            ..CacheConfig::default()
+        })
+        .unwrap();
+        for b in 0..5 {
+            c.handle(0, Op::Write, b * K, K);
+        }
+        assert_eq!(c.dirty_blocks(), 5);
+        c.handle(0, Op::Write, 5 * K, K);
+        // 6 > 5: clean blocks 0..4 (oldest first) down to 2 dirty.
+        let written: Vec<u64> = c
+            .actions()
+            .iter()
+            .filter_map(|a| match a {
+                Action::WriteBack { key, .. } => Some(key.block),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(written, vec![0, 1, 2, 3]);
+        assert_eq!(c.dirty_blocks(), 2);
+        assert_eq!(c.cached_items(), 6);
+        assert_eq!(c.counters().cleaned_blocks, 4);
+    }
+
+    #[test]
+    fn trim_drops_only_whole_blocks() {
+        let mut c = cache(8, WritePolicy::WriteBack);
+        c.handle(0, Op::Write, 0, 3 * K);
+        c.handle(0, Op::Trim, 512, 2 * K);
+        // Bytes 512..8704 wholly cover block 1 only.
+        assert_eq!(c.lookup(BlockKey::new(0, 1)), None);
+        assert!(c.lookup(BlockKey::new(0, 0)).is_some());
+        assert!(c.lookup(BlockKey::new(0, 2)).is_some());
+        assert_eq!(c.dirty_blocks(), 2);
+        assert_eq!(c.actions().last(), Some(&Action::BackendTrim { volume: 0, offset: 512, len: 2 * K }));
+        // A discard of the whole device scans the slots instead.
+        c.handle(0, Op::Trim, 0, u64::MAX);
+        assert_eq!(c.cached_items(), 0);
+        assert_eq!(c.dirty_blocks(), 0);
+    }
+
+    #[test]
+    fn per_volume_accounting() {
+        let mut c = cache(4, WritePolicy::WriteBack);
+        c.handle(0, Op::Write, 0, 2 * K);
+        c.handle(3, Op::Read, 0, 3 * K);
+        let v = c.volumes();
+        assert_eq!(v.len(), 4);
+        // Volume 3 read 3 blocks into a 4-block cache: one of volume 0's goes.
+        assert_eq!((v[0].cached_items, v[0].dirty_blocks, v[0].counters.dirty_evictions), (1, 1, 1));
+        assert_eq!((v[3].cached_items, v[3].counters.read_block_accesses), (3, 3));
+        assert_eq!(c.counters().requests, 2);
+    }
+
+    #[test]
+    fn object_mode_keeps_first_size_and_refuses_oversized_objects() {
+        let mut c = Cache::new(CacheConfig {
+            capacity_bytes: 10_000,
+            mode: Mode::Object,
+            policy: PolicyKind::Lru,
+            ..CacheConfig::default()
+        })
+        .unwrap();
+        assert!(!c.handle(0, Op::Read, 0, 4000).is_hit());
+        assert!(!c.handle(0, Op::Read, 100, 4000).is_hit());
+        // Same key, another length: a hit, stored size unchanged.
+        assert!(c.handle(0, Op::Write, 0, 9000).is_hit());
+        assert_eq!(c.used_weight(), 8000);
+        // 3000 does not fit next to 8000: evict LRU (offset 100) only.
+        c.handle(0, Op::Read, 200, 3000);
+        assert_eq!(c.used_weight(), 7000);
+        assert!(c.lookup(BlockKey::new(0, 100)).is_none());
+        // Larger than the cache: a miss, not admitted, nothing evicted.
+        assert!(!c.handle(0, Op::Read, 300, 20_000).is_hit());
+        assert_eq!(c.used_weight(), 7000);
+        let n = c.counters();
+        assert_eq!((n.requests, n.request_hits, n.not_admitted, n.evictions), (5, 1, 1, 1));
+    }
+
+    #[test]
+    fn config_errors_name_the_setting() {
+        let bad = |c: CacheConfig| Cache::new(c).err().unwrap().to_string();
+        assert!(bad(CacheConfig { capacity_bytes: 0, ..Default::default() }).contains("greater than zero"));
+        assert!(bad(CacheConfig { block_size: 3000, ..Default::default() }).contains("power of two"));
+        assert!(
+            bad(CacheConfig { capacity_bytes: 100, ..Default::default() }).contains("smaller than one block")
+        );
+        assert!(bad(CacheConfig {
+            write_policy: WritePolicy::WriteThrough,
+            dirty_high_watermark: Some(0.5),
+            ..Default::default()
+        })
+        .contains("write-back"));
+        assert!(bad(CacheConfig {
+            dirty_high_watermark: Some(0.2),
+            dirty_low_watermark: Some(0.5),
+            ..Default::default()
+        })
+        .contains("above"));
+    }
+}
