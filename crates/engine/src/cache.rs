@@ -14,6 +14,9 @@ use crate::key::{key_map_with_capacity, BlockKey, KeyMap, Slot};
 use crate::list::{Links, List};
 use crate::policy::{AnyPolicy, ReplacementPolicy};
 
+/// Table size to start with when the caller gives no expectation.
+const DEFAULT_EXPECTED_ITEMS: u64 = 1 << 16;
+
 /// What one request found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
@@ -59,8 +62,10 @@ impl Cache {
     pub fn new(config: CacheConfig) -> Result<Self, ConfigError> {
         config.validate()?;
         let capacity = config.capacity_units();
+        // Tables start at the expected number of items (bounded by the
+        // capacity) and grow if that was an underestimate.
         let expected = match config.mode {
-            Mode::Block if config.expected_items == 0 => capacity,
+            Mode::Block if config.expected_items == 0 => capacity.min(DEFAULT_EXPECTED_ITEMS),
             Mode::Block => capacity.min(config.expected_items as u64),
             Mode::Object => config.expected_items as u64,
         } as usize;

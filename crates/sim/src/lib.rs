@@ -1,1 +1,13 @@
-//! placeholder
+//! The trace-driven simulator: loads traces into memory once, replays them
+//! through the cloudcache engine at several cache sizes and policies in
+//! parallel, and collects per-cache and per-volume results for the text
+//! summary, JSON and HTML reports. It counts; every decision is the
+//! engine's.
+
+pub mod load;
+pub mod replay;
+pub mod report;
+
+pub use load::{CompactRequest, LoadedTrace, SourceInfo};
+pub use replay::{replay_one, run_sweep, SimResult, SweepSpec, VolumeResult};
+pub mod html;

@@ -1,0 +1,157 @@
+//! Loading traces into memory once, in a compact form every replay job
+//! shares read-only.
+
+use std::path::{Path, PathBuf};
+
+use cloudcache_trace::{Op, OpenOptions, Request, TraceError, TraceReader, VolumeId};
+
+/// A request as replay needs it: 32 bytes, no content hashes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactRequest {
+    /// Issue time in nanoseconds.
+    pub time_ns: u64,
+    /// First byte.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Volume id (index into [`LoadedTrace::volume_names`]).
+    pub volume: VolumeId,
+    /// Read, write or trim.
+    pub op: Op,
+}
+
+impl From<&Request> for CompactRequest {
+    fn from(r: &Request) -> Self {
+        CompactRequest { time_ns: r.time_ns, offset: r.offset, len: r.len, volume: r.volume, op: r.op }
+    }
+}
+
+/// Where the requests came from.
+#[derive(Clone, Debug)]
+pub struct SourceInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// Format read.
+    pub format: String,
+    /// Compression found.
+    pub compression: String,
+    /// Requests read from it.
+    pub requests: u64,
+    /// Bad lines skipped under `--skip-bad-lines`.
+    pub skipped_lines: u64,
+}
+
+/// One or more traces in memory, merged by time.
+#[derive(Clone, Debug, Default)]
+pub struct LoadedTrace {
+    /// All requests, in time order (ties keep file order).
+    pub requests: Vec<CompactRequest>,
+    /// Volume names by id.
+    pub volume_names: Vec<String>,
+    /// Whether every source had timestamps.
+    pub has_timestamps: bool,
+    /// The files read.
+    pub sources: Vec<SourceInfo>,
+}
+
+impl LoadedTrace {
+    /// Requests from memory (the synthetic generator, tests).
+    pub fn from_requests(
+        requests: Vec<CompactRequest>,
+        volume_names: Vec<String>,
+        has_timestamps: bool,
+    ) -> Self {
+        LoadedTrace { requests, volume_names, has_timestamps, sources: Vec::new() }
+    }
+
+    /// Read every request of `reader` into memory, reporting progress in requests.
+    pub fn read(path: &Path, reader: &mut TraceReader, progress: &dyn Fn(u64)) -> Result<Self, TraceError> {
+        let mut requests = Vec::new();
+        let mut req = Request::default();
+        while reader.next_request(&mut req)? {
+            requests.push(CompactRequest::from(&req));
+            if requests.len() % (1 << 16) == 0 {
+                progress(1 << 16);
+            }
+        }
+        progress(requests.len() as u64 % (1 << 16));
+        let source = SourceInfo {
+            path: path.to_path_buf(),
+            format: reader.format().name().to_owned(),
+            compression: reader.compression().to_owned(),
+            requests: requests.len() as u64,
+            skipped_lines: reader.skipped(),
+        };
+        Ok(LoadedTrace {
+            requests,
+            volume_names: reader.volumes().names().to_vec(),
+            has_timestamps: reader.has_timestamps(),
+            sources: vec![source],
+        })
+    }
+
+    /// Open and load several traces and merge them into one by time; each
+    /// keeps its own volumes (names that clash get a `#n` suffix).
+    pub fn load(
+        paths: &[PathBuf],
+        options: &OpenOptions,
+        progress: &dyn Fn(u64),
+    ) -> Result<Self, TraceError> {
+        let mut merged = LoadedTrace { has_timestamps: true, ..LoadedTrace::default() };
+        for path in paths {
+            let mut reader = cloudcache_trace::open(path, options)?;
+            let loaded = LoadedTrace::read(path, &mut reader, progress)?;
+            merged.append(loaded);
+        }
+        if paths.len() > 1 {
+            // Stable: requests of equal time keep their file order.
+            merged.requests.sort_by_key(|r| r.time_ns);
+        }
+        Ok(merged)
+    }
+
+    fn append(&mut self, other: LoadedTrace) {
+        let base = self.volume_names.len() as VolumeId;
+        for name in other.volume_names {
+            let mut unique = name.clone();
+            let mut n = 2;
+            while self.volume_names.contains(&unique) {
+                unique = format!("{name}#{n}");
+                n += 1;
+            }
+            self.volume_names.push(unique);
+        }
+        self.requests.extend(other.requests.into_iter().map(|mut r| {
+            r.volume += base;
+            r
+        }));
+        self.has_timestamps &= other.has_timestamps;
+        self.sources.extend(other.sources);
+    }
+
+    /// Name of volume `id`.
+    pub fn volume_name(&self, id: usize) -> String {
+        self.volume_names.get(id).cloned().unwrap_or_else(|| id.to_string())
+    }
+
+    /// Block accesses at `block_size`: an upper bound on distinct blocks,
+    /// used to size cache tables without a pass over a hash set.
+    pub fn block_accesses(&self, block_size: u64) -> u64 {
+        let shift = block_size.trailing_zeros();
+        self.requests
+            .iter()
+            .filter(|r| r.len > 0 && r.op != Op::Trim)
+            .map(|r| ((r.offset.saturating_add(r.len) - 1) >> shift) - (r.offset >> shift) + 1)
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// First and last request time, when the trace has timestamps.
+    pub fn time_span_ns(&self) -> Option<(u64, u64)> {
+        if !self.has_timestamps || self.requests.is_empty() {
+            return None;
+        }
+        let first = self.requests.iter().map(|r| r.time_ns).min()?;
+        let last = self.requests.iter().map(|r| r.time_ns).max()?;
+        Some((first, last))
+    }
+}

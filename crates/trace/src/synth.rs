@@ -1,1 +1,0 @@
-//! PLACEHOLDER: synthetic workload generator.
