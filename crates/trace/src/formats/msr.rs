@@ -6,7 +6,10 @@
 //! (Hostname, DiskNumber) is one volume, named `hostname_disk` as the trace
 //! files are (`hm_0`).
 
+use std::fmt::Write as _;
+
 use crate::error::FieldError;
+use crate::formats::csv::sniff_lines;
 use crate::request::{Op, Request, VolumeTable};
 use crate::text::{field, LineParser};
 
@@ -26,12 +29,18 @@ impl MsrParser {
     }
 }
 
-/// True when the lines look like MSR Cambridge records.
+/// True when the lines look like MSR Cambridge records (the rule of
+/// [`sniff_lines`]; a header line may come first).
 pub fn sniff(lines: &[&str]) -> bool {
     let mut parser = MsrParser::new();
     let mut volumes = VolumeTable::new();
     let mut req = Request::default();
-    lines.iter().take(4).all(|line| parser.parse_line(line, &mut volumes, &mut req).is_ok())
+    sniff_lines(lines, |line| parser.parse_line(line, &mut volumes, &mut req))
+}
+
+/// The column names, as some copies of the trace carry them on a first line.
+fn is_header(line: &str) -> bool {
+    line.trim().eq_ignore_ascii_case("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime")
 }
 
 impl LineParser for MsrParser {
@@ -41,7 +50,7 @@ impl LineParser for MsrParser {
         volumes: &mut VolumeTable,
         req: &mut Request,
     ) -> Result<bool, FieldError> {
-        if line.starts_with("Timestamp,") {
+        if is_header(line) {
             return Ok(false);
         }
         let mut fields = line.split(',');
@@ -68,7 +77,8 @@ impl LineParser for MsrParser {
         self.volume_name.clear();
         self.volume_name.push_str(host);
         self.volume_name.push('_');
-        self.volume_name.push_str(&disk.to_string());
+        // Writing into a String cannot fail.
+        let _ = write!(self.volume_name, "{disk}");
         req.time_ns = field::scaled(since_unix, 100, "Timestamp")?;
         req.volume = volumes.intern(&self.volume_name);
         req.op = op;
