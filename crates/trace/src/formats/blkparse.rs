@@ -14,9 +14,10 @@
 //! For a kept line:
 //!
 //! - `RWBS` decides the operation: `D` (discard) is a trim, `W` a write, `R`
-//!   a read; `F` (flush / FUA), `A` (read-ahead), `S` (sync), `M` (metadata)
-//!   and `E` (secure erase) only modify. `N` (no data) lines and flush-only
-//!   lines carry no request.
+//!   a read; `F` (flush / FUA), `A` (read-ahead), `S` (sync), `M` (metadata),
+//!   `E` (secure erase) and `B` (barrier, in traces from old kernels) only
+//!   modify. `N` lines (no data, which includes write-zeroes) and
+//!   flush-only lines carry no request.
 //! - The payload `sector + sectors [process]` gives the range in 512-byte
 //!   sectors. Flush requests (an `F` in RWBS) without that payload, SCSI
 //!   pass-through payloads (`bytes (cdb) [process]`) and zero-length ranges
@@ -106,11 +107,11 @@ fn op_of_rwbs(rwbs: &str) -> Result<Option<Op>, FieldError> {
             'D' => op = Some(Op::Trim),
             'W' if op.is_none() => op = Some(Op::Write),
             'R' if op.is_none() => op = Some(Op::Read),
-            'W' | 'R' | 'N' | 'F' | 'A' | 'S' | 'M' | 'E' => {}
+            'W' | 'R' | 'N' | 'F' | 'A' | 'S' | 'M' | 'E' | 'B' => {}
             _ => {
                 return Err(FieldError::new(
                     "RWBS",
-                    format!("expected letters of R, W, D, N, F, A, S, M, E, found {rwbs:?}"),
+                    format!("expected letters of R, W, D, N, F, A, S, M, E, B, found {rwbs:?}"),
                 ))
             }
         }
@@ -209,6 +210,7 @@ mod tests {
         assert_eq!(op_of_rwbs("FWFS").unwrap(), Some(Op::Write));
         assert_eq!(op_of_rwbs("RA").unwrap(), Some(Op::Read));
         assert_eq!(op_of_rwbs("DS").unwrap(), Some(Op::Trim));
+        assert_eq!(op_of_rwbs("WBS").unwrap(), Some(Op::Write));
         assert_eq!(op_of_rwbs("N").unwrap(), None);
         assert_eq!(op_of_rwbs("FN").unwrap(), None);
         assert!(op_of_rwbs("X").is_err());
