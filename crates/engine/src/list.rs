@@ -7,12 +7,20 @@
 
 use crate::key::{Slot, NO_SLOT};
 
-/// Previous/next pointers for every slot of an arena.
+/// Previous/next pointers for every slot of an arena, side by side so a
+/// list update touches one cache line per slot.
 #[derive(Clone, Debug, Default)]
 pub struct Links {
-    prev: Vec<Slot>,
-    next: Vec<Slot>,
+    nodes: Vec<Node>,
 }
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    prev: Slot,
+    next: Slot,
+}
+
+const UNLINKED: Node = Node { prev: NO_SLOT, next: NO_SLOT };
 
 /// One list's head, tail and length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,24 +66,21 @@ impl List {
 impl Links {
     /// Links for `slots` slots.
     pub fn with_slots(slots: usize) -> Self {
-        Links { prev: vec![NO_SLOT; slots], next: vec![NO_SLOT; slots] }
+        Links { nodes: vec![UNLINKED; slots] }
     }
 
     /// Make room for slot indices below `slots` (object mode grows).
     pub fn ensure_slots(&mut self, slots: usize) {
-        if self.prev.len() < slots {
-            self.prev.resize(slots, NO_SLOT);
-            self.next.resize(slots, NO_SLOT);
+        if self.nodes.len() < slots {
+            self.nodes.resize(slots, UNLINKED);
         }
     }
 
     /// Put `slot` at the front of `list`.
     pub fn push_front(&mut self, list: &mut List, slot: Slot) {
-        let s = slot as usize;
-        self.prev[s] = NO_SLOT;
-        self.next[s] = list.head;
+        self.nodes[slot as usize] = Node { prev: NO_SLOT, next: list.head };
         if list.head != NO_SLOT {
-            self.prev[list.head as usize] = slot;
+            self.nodes[list.head as usize].prev = slot;
         } else {
             list.tail = slot;
         }
@@ -85,22 +90,20 @@ impl Links {
 
     /// Take `slot` off `list`; it must be on it.
     pub fn unlink(&mut self, list: &mut List, slot: Slot) {
-        let s = slot as usize;
-        let (prev, next) = (self.prev[s], self.next[s]);
+        let Node { prev, next } = self.nodes[slot as usize];
         if prev != NO_SLOT {
-            self.next[prev as usize] = next;
+            self.nodes[prev as usize].next = next;
         } else {
             debug_assert_eq!(list.head, slot, "slot is not on this list");
             list.head = next;
         }
         if next != NO_SLOT {
-            self.prev[next as usize] = prev;
+            self.nodes[next as usize].prev = prev;
         } else {
             debug_assert_eq!(list.tail, slot, "slot is not on this list");
             list.tail = prev;
         }
-        self.prev[s] = NO_SLOT;
-        self.next[s] = NO_SLOT;
+        self.nodes[slot as usize] = UNLINKED;
         list.len -= 1;
     }
 
@@ -121,13 +124,13 @@ impl Links {
 
     /// The slot after `slot` towards the back, if any.
     pub fn next(&self, slot: Slot) -> Option<Slot> {
-        let n = self.next[slot as usize];
+        let n = self.nodes[slot as usize].next;
         (n != NO_SLOT).then_some(n)
     }
 
     /// The slot before `slot` towards the front, if any.
     pub fn prev(&self, slot: Slot) -> Option<Slot> {
-        let p = self.prev[slot as usize];
+        let p = self.nodes[slot as usize].prev;
         (p != NO_SLOT).then_some(p)
     }
 
@@ -139,7 +142,7 @@ impl Links {
                 return None;
             }
             let here = at;
-            at = self.next[here as usize];
+            at = self.nodes[here as usize].next;
             Some(here)
         })
     }

@@ -113,6 +113,9 @@ pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<TraceReader
     Ok(TraceReader::new(reader, format, compression))
 }
 
+/// A text format's detector: does it accept these first lines?
+type LineSniffer = fn(&[&str]) -> bool;
+
 /// Detect the format of an opened source.
 pub fn detect(path: &Path, source: &Source) -> Result<Format, TraceError> {
     let head = &source.head;
@@ -130,7 +133,7 @@ pub fn detect(path: &Path, source: &Source) -> Result<Format, TraceError> {
         return Err(TraceError::file(path, "unknown trace format: not a known binary format and not text"));
     }
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let text_formats: [(Format, fn(&[&str]) -> bool); 7] = [
+    let text_formats: [(Format, LineSniffer); 7] = [
         (Format::Fio, fio::sniff),
         (Format::Msr, msr::sniff),
         (Format::Systor, systor::sniff),
@@ -209,7 +212,13 @@ fn open_as(
         )),
         Format::Fio => {
             let unit = options.fio_time_unit.unwrap_or_default();
-            Box::new(TextReader::new(fio::FioParser::new(unit), source.reader, path.to_path_buf(), skip))
+            // Knowing the version up front makes has_timestamps right from the start.
+            let first_line = sample_lines(&source.head).into_iter().next();
+            let parser = match first_line.as_deref().and_then(fio::version_line) {
+                Some(version) => fio::FioParser::with_version(version, unit),
+                None => fio::FioParser::new(unit),
+            };
+            Box::new(TextReader::new(parser, source.reader, path.to_path_buf(), skip))
         }
         Format::Csv => {
             let spec = options.csv_columns.as_deref().ok_or_else(|| {

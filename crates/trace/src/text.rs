@@ -75,12 +75,8 @@ impl<P: LineParser> RequestSource for TextReader<P> {
                         message: format!("cannot read line: {e}"),
                     };
                     if self.skip_bad_lines && e.kind() == std::io::ErrorKind::InvalidData {
+                        // read_line has consumed the bad line through its newline.
                         self.skipped += 1;
-                        // read_line consumed nothing useful; skip to the next newline.
-                        let mut discard = Vec::new();
-                        if self.reader.read_until(b'\n', &mut discard).map_err(|_| error.clone())? == 0 {
-                            return Ok(false);
-                        }
                         continue;
                     }
                     return Err(error);
@@ -94,10 +90,7 @@ impl<P: LineParser> RequestSource for TextReader<P> {
             match self.parser.parse_line(line, &mut self.volumes, req) {
                 Ok(true) => return Ok(true),
                 Ok(false) => continue,
-                Err(e) if self.skip_bad_lines => {
-                    let _ = e;
-                    self.skipped += 1;
-                }
+                Err(_) if self.skip_bad_lines => self.skipped += 1,
                 Err(e) => {
                     return Err(TraceError {
                         path: self.path.clone(),

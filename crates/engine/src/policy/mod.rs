@@ -7,6 +7,7 @@
 mod arc;
 mod clock;
 mod fifo;
+mod ghost;
 mod lru;
 mod s3fifo;
 mod sieve;

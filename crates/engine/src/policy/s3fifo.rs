@@ -2,7 +2,7 @@
 //! K. V. Rashmi, "FIFO queues are all you need for cache eviction",
 //! SOSP'23, Algorithm 1).
 
-use super::arc::Ghosts;
+use super::ghost::Ghosts;
 use super::ReplacementPolicy;
 use crate::key::{BlockKey, Slot};
 use crate::list::{Links, List};

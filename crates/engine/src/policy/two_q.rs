@@ -1,7 +1,7 @@
 //! 2Q, full version (T. Johnson and D. Shasha, "2Q: A Low Overhead High
 //! Performance Buffer Management Replacement Algorithm", VLDB'94, Fig. 3).
 
-use super::arc::Ghosts;
+use super::ghost::Ghosts;
 use super::ReplacementPolicy;
 use crate::key::{BlockKey, Slot};
 use crate::list::{Links, List};
