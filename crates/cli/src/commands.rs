@@ -77,10 +77,10 @@ struct CacheArgs {
     #[arg(long, value_delimiter = ',', default_value = "lru", value_parser = parse_policy)]
     policy: Vec<PolicyKind>,
     /// Cache sizes, comma-separated (e.g. 16MiB,64MiB,256MiB,1GiB).
-    #[arg(long, value_delimiter = ',', default_value = "16MiB,64MiB,256MiB,1GiB", value_parser = parse_positive_size)]
+    #[arg(long, value_delimiter = ',', default_value = "16MiB,64MiB,256MiB,1GiB", value_parser = parse_positive_size, allow_hyphen_values = true)]
     cache_size: Vec<u64>,
     /// Cache block size (a power of two).
-    #[arg(long, default_value = "4KiB", value_parser = parse_size)]
+    #[arg(long, default_value = "4KiB", value_parser = parse_size, allow_hyphen_values = true)]
     block_size: u64,
     /// write-back, write-through, write-invalidate (write-around) or read-only.
     #[arg(long, default_value = "write-back", value_parser = parse_write_policy)]

@@ -1,0 +1,230 @@
+//! End-to-end tests of the `cloudcache` binary: real files in, exit codes,
+//! JSON and error messages out.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cloudcache(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cloudcache")).args(args).output().expect("run cloudcache")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The real CloudPhysics sample, when the shared folder is beside the clone.
+fn sample_trace() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!("skipped: {} not found (no shared/ beside this clone)", path.display());
+        None
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cloudcache-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn sim_on_the_sample_trace_writes_every_counter() {
+    let Some(trace) = sample_trace() else { return };
+    let dir = temp_dir("sim");
+    let out_json = dir.join("out.json");
+    let out = cloudcache(&[
+        "sim",
+        trace.to_str().unwrap(),
+        "--policy",
+        "lru,arc",
+        "--cache-size",
+        "16MiB,64MiB,256MiB,1GiB",
+        "--block-size",
+        "4KiB",
+        "--write-policy",
+        "write-back",
+        "--mode",
+        "block",
+        "--json",
+        out_json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("113872 requests"), "{summary}");
+    let doc = json(&out_json);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8);
+    for field in [
+        "policy",
+        "mode",
+        "write_policy",
+        "block_size",
+        "cache_size_bytes",
+        "requests",
+        "request_hits",
+        "block_accesses",
+        "block_hits",
+        "read_block_accesses",
+        "read_block_hits",
+        "write_block_accesses",
+        "write_block_hits",
+        "backend_read_blocks",
+        "backend_write_blocks",
+        "flash_write_blocks",
+        "evictions",
+        "dirty_evictions",
+        "dirty_blocks_at_end",
+        "request_hit_ratio",
+        "block_hit_ratio",
+        "read_block_hit_ratio",
+        "write_block_hit_ratio",
+        "flash_write_ratio",
+    ] {
+        assert!(results[0].get(field).is_some(), "missing {field}");
+    }
+    let lru: Vec<&serde_json::Value> = results.iter().filter(|r| r["policy"] == "lru").collect();
+    for r in &lru {
+        assert_eq!(r["requests"], 113_872);
+        assert_eq!(r["mode"], "block");
+        // Write-back with no watermarks: every write miss and write hit is a flash write.
+        let n = |f: &str| r[f].as_u64().unwrap();
+        assert_eq!(n("block_accesses"), n("read_block_accesses") + n("write_block_accesses"));
+        assert_eq!(
+            n("flash_write_blocks"),
+            n("read_block_accesses") - n("read_block_hits") + n("write_block_accesses")
+        );
+        // Dirty blocks leave by eviction only, so each backend write is a dirty eviction.
+        assert_eq!(n("backend_write_blocks"), n("dirty_evictions"));
+    }
+    // LRU is a stack algorithm: a larger cache never hits less.
+    for pair in lru.windows(2) {
+        assert!(pair[1]["block_hits"].as_u64() >= pair[0]["block_hits"].as_u64());
+    }
+    // The sample's mix: 46,974 reads and 66,898 writes.
+    assert_eq!(lru[0]["volumes"][0]["read_requests"], 46_974);
+    assert_eq!(lru[0]["volumes"][0]["write_requests"], 66_898);
+}
+
+#[test]
+fn bad_cache_sizes_are_rejected_with_the_value_named() {
+    for (size, expected) in [("0", "zero"), ("-1GiB", "negative"), ("12XB", "unknown unit")] {
+        let out = cloudcache(&["sim", "nonexistent.trace", "--cache-size", size]);
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(err.contains(expected) && err.contains(size), "{size}: {err}");
+    }
+}
+
+#[test]
+fn block_size_must_be_a_power_of_two() {
+    let dir = temp_dir("blocksize");
+    let trace = dir.join("t.csv");
+    std::fs::write(&trace, "128166372003061629,hm,0,Read,0,4096,26\n").unwrap();
+    let out = cloudcache(&["sim", trace.to_str().unwrap(), "--block-size", "3000", "-q"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("block size 3000 is not a power of two"), "{}", stderr(&out));
+}
+
+#[test]
+fn malformed_line_names_file_line_and_field_and_can_be_skipped() {
+    let dir = temp_dir("badline");
+    let trace = dir.join("msr.csv");
+    std::fs::write(
+        &trace,
+        "128166372003061629,hm,0,Read,0,4096,26\n\
+         128166372003061630,hm,0,Write,8192,4096,26\n\
+         128166372003061631,hm,0,Read,notanumber,4096,26\n\
+         128166372003061632,hm,0,Read,0,4096,26\n",
+    )
+    .unwrap();
+    let out = cloudcache(&["sim", trace.to_str().unwrap(), "-q"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("msr.csv:3") && err.contains("Offset") && err.contains("notanumber"), "{err}");
+
+    let out_json = dir.join("out.json");
+    let out = cloudcache(&[
+        "sim",
+        trace.to_str().unwrap(),
+        "--skip-bad-lines",
+        "--cache-size",
+        "1MiB",
+        "--json",
+        out_json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = json(&out_json);
+    assert_eq!(doc["trace"]["sources"][0]["skipped_lines"], 1);
+    assert_eq!(doc["results"][0]["requests"], 3);
+    assert_eq!(doc["results"][0]["request_hits"], 1);
+}
+
+#[test]
+fn unknown_format_and_truncated_binary_are_clear_errors() {
+    let dir = temp_dir("formats");
+    let unknown = dir.join("mystery.txt");
+    std::fs::write(&unknown, "hello world\nthis is not a trace\n").unwrap();
+    let out = cloudcache(&["sim", unknown.to_str().unwrap(), "-q"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("unknown trace format"), "{}", stderr(&out));
+
+    // Two whole vscsi v1 records and 10 bytes of a third.
+    let mut bytes = Vec::new();
+    for i in 0..2u64 {
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&4096u32.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&0x28u16.to_le_bytes());
+        bytes.extend_from_slice(&0x100u16.to_le_bytes());
+        bytes.extend_from_slice(&(i * 8).to_le_bytes());
+        bytes.extend_from_slice(&(1000 + i).to_le_bytes());
+    }
+    bytes.extend_from_slice(&[1, 0, 0, 0, 0, 16, 0, 0, 1, 0]);
+    let truncated = dir.join("cut.vscsi");
+    std::fs::write(&truncated, &bytes).unwrap();
+    let out = cloudcache(&["sim", truncated.to_str().unwrap(), "-q"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("cut.vscsi") && err.contains("byte offset 64") && err.contains("truncated"),
+        "{err}"
+    );
+}
+
+#[test]
+fn object_mode_counts_requests_as_objects() {
+    let dir = temp_dir("object");
+    let trace = dir.join("msr.csv");
+    // Same offset with another length is a hit (first-seen size kept).
+    std::fs::write(
+        &trace,
+        "128166372003061629,hm,0,Read,0,4096,26\n\
+         128166372003061630,hm,0,Read,0,65536,26\n\
+         128166372003061631,hm,0,Write,4096,4096,26\n",
+    )
+    .unwrap();
+    let out_json = dir.join("out.json");
+    let out = cloudcache(&[
+        "sim",
+        trace.to_str().unwrap(),
+        "--mode",
+        "object",
+        "--cache-size",
+        "1MiB",
+        "--json",
+        out_json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &json(&out_json)["results"][0];
+    assert_eq!((r["requests"].as_u64(), r["request_hits"].as_u64()), (Some(3), Some(1)));
+    assert_eq!(r["write_policy"], "none");
+}
