@@ -8,7 +8,9 @@ use clap::{Args, Parser, Subcommand};
 use cloudcache_engine::{Mode, PolicyKind, WritePolicy};
 use cloudcache_sim::report::SimReport;
 use cloudcache_sim::{run_sweep, LoadedTrace, SweepSpec};
-use cloudcache_trace::{Format, OpenOptions};
+use cloudcache_trace::formats::cct;
+use cloudcache_trace::synth::{self, SynthConfig};
+use cloudcache_trace::{Format, OpenOptions, RequestSource};
 
 use crate::progress;
 use crate::units::{parse_positive_size, parse_size};
@@ -257,21 +259,77 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn info(args: InfoArgs) -> Result<()> {
-    let _ = args;
-    bail!("trace info: not wired yet")
+    let mut reader = cloudcache_trace::open(&args.trace, &args.read.options())?;
+    let bar = progress::bar(None, "reading", false);
+    let report = cloudcache_trace::info::analyze(&mut reader, |n| bar.set_position(n))?;
+    bar.finish_and_clear();
+    println!("{}", report.render_text().trim_end());
+    if let Some(path) = args.json {
+        let text = serde_json::to_string_pretty(&report).context("cannot encode the report as JSON")?;
+        write_file(&path, text.as_bytes())?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
 }
 
 fn convert(args: ConvertArgs) -> Result<()> {
-    let _ = args;
-    bail!("trace convert: not wired yet")
+    let mut reader = cloudcache_trace::open(&args.input, &args.read.options())?;
+    let format = reader.format();
+    write_cct(&mut reader, &args.output, &format!("{} ({format})", args.input.display()))
 }
 
 fn generate(args: GenerateArgs) -> Result<()> {
-    let _ = args;
-    bail!("trace generate: not wired yet")
+    let (text, label) = if args.config == "demo" {
+        (synth::DEMO_CONFIG.to_owned(), "the embedded demo workload".to_owned())
+    } else {
+        let text =
+            fs::read_to_string(&args.config).with_context(|| format!("cannot read {}", args.config))?;
+        (text, args.config.clone())
+    };
+    let config = SynthConfig::from_toml_str(&text).with_context(|| format!("in {label}"))?;
+    let mut source = synth::open(&config).with_context(|| format!("in {label}"))?;
+    write_cct(&mut source, &args.output, &label)
+}
+
+/// Write any request source as a .cct file, with progress and a closing line.
+fn write_cct(source: &mut dyn RequestSource, output: &Path, label: &str) -> Result<()> {
+    let bar = progress::bar(None, "converting", false);
+    let stats = cct::convert_with_progress(source, output, |n| bar.set_position(n))?;
+    bar.finish_and_clear();
+    eprintln!(
+        "wrote {}: {} requests, {} volume(s) from {label}",
+        output.display(),
+        stats.requests,
+        stats.volumes
+    );
+    Ok(())
 }
 
 fn demo(args: DemoArgs) -> Result<()> {
-    let _ = args;
-    bail!("demo: not wired yet")
+    let config = SynthConfig::from_toml_str(synth::DEMO_CONFIG).context("embedded demo workload")?;
+    let mut source = synth::open(&config).context("embedded demo workload")?;
+    let generating = progress::bar(Some(config.expected_requests() as u64), "generating", args.quiet);
+    let trace = LoadedTrace::read_source(
+        &mut source,
+        "embedded demo workload (docs/synthetic.md)",
+        "synthetic",
+        "none",
+        &|n| generating.inc(n),
+    )?;
+    generating.finish_and_clear();
+    let spec = SweepSpec {
+        policies: args.policy,
+        cache_sizes: args.cache_size,
+        block_size: 4096,
+        mode: Mode::Block,
+        write_policy: WritePolicy::WriteBack,
+        dirty_high_watermark: None,
+        dirty_low_watermark: None,
+    };
+    let report = replay(&trace, &spec, args.quiet)?;
+    println!("cloudcache demo: 12 VMs sharing one flash cache for 14 days (seed 001's workload mix)");
+    print!("{}", report.render_text());
+    let json = args.out.join("demo.json");
+    let html = args.out.join("demo.html");
+    write_outputs(&report, Some(&json), Some(&html))
 }

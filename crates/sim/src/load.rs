@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cloudcache_trace::{Op, OpenOptions, Request, TraceError, TraceReader, VolumeId};
+use cloudcache_trace::{Op, OpenOptions, Request, RequestSource, TraceError, TraceReader, VolumeId};
 
 /// A request as replay needs it: 32 bytes, no content hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,29 +64,45 @@ impl LoadedTrace {
         LoadedTrace { requests, volume_names, has_timestamps, sources: Vec::new() }
     }
 
-    /// Read every request of `reader` into memory, reporting progress in requests.
+    /// Read every request of an opened trace file into memory, reporting
+    /// progress in requests.
     pub fn read(path: &Path, reader: &mut TraceReader, progress: &dyn Fn(u64)) -> Result<Self, TraceError> {
+        let (format, compression) = (reader.format().name(), reader.compression());
+        LoadedTrace::read_source(reader, &path.display().to_string(), format, compression, progress)
+    }
+
+    /// Read every request of any source (a trace file, the synthetic
+    /// generator) into memory; `label`, `format` and `compression` describe it
+    /// in reports.
+    pub fn read_source(
+        source: &mut dyn RequestSource,
+        label: &str,
+        format: &str,
+        compression: &str,
+        progress: &dyn Fn(u64),
+    ) -> Result<Self, TraceError> {
+        const STEP: usize = 1 << 16;
         let mut requests = Vec::new();
         let mut req = Request::default();
-        while reader.next_request(&mut req)? {
+        while source.next_request(&mut req)? {
             requests.push(CompactRequest::from(&req));
-            if requests.len() % (1 << 16) == 0 {
-                progress(1 << 16);
+            if requests.len() % STEP == 0 {
+                progress(STEP as u64);
             }
         }
-        progress(requests.len() as u64 % (1 << 16));
-        let source = SourceInfo {
-            path: path.to_path_buf(),
-            format: reader.format().name().to_owned(),
-            compression: reader.compression().to_owned(),
+        progress((requests.len() % STEP) as u64);
+        let info = SourceInfo {
+            path: PathBuf::from(label),
+            format: format.to_owned(),
+            compression: compression.to_owned(),
             requests: requests.len() as u64,
-            skipped_lines: reader.skipped(),
+            skipped_lines: source.skipped(),
         };
         Ok(LoadedTrace {
             requests,
-            volume_names: reader.volumes().names().to_vec(),
-            has_timestamps: reader.has_timestamps(),
-            sources: vec![source],
+            volume_names: source.volumes().names().to_vec(),
+            has_timestamps: source.has_timestamps(),
+            sources: vec![info],
         })
     }
 

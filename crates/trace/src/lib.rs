@@ -93,6 +93,21 @@ impl TraceReader {
     }
 }
 
+impl RequestSource for TraceReader {
+    fn next_request(&mut self, req: &mut Request) -> Result<bool, TraceError> {
+        self.source.next_request(req)
+    }
+    fn volumes(&self) -> &VolumeTable {
+        self.source.volumes()
+    }
+    fn skipped(&self) -> u64 {
+        self.source.skipped()
+    }
+    fn has_timestamps(&self) -> bool {
+        self.source.has_timestamps()
+    }
+}
+
 impl Iterator for TraceReader {
     type Item = Result<Request, TraceError>;
 

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::TraceError;
 use crate::request::{ContentHash, Op, Request, VolumeId, VolumeTable};
-use crate::{RequestSource, TraceReader};
+use crate::RequestSource;
 
 /// The first eight bytes of every `.cct` file. The high first byte and the
 /// CR LF / Ctrl-Z / LF tail (as in PNG) make text-mode mangling detectable
@@ -1134,7 +1134,7 @@ impl Drop for TempFile {
 
 /// Copy every remaining request of `reader` into a new `.cct` file at
 /// `out_path` (zstd-compressed when the name ends in `.zst`).
-pub fn convert(reader: &mut TraceReader, out_path: &Path) -> Result<ConvertStats, TraceError> {
+pub fn convert(reader: &mut dyn RequestSource, out_path: &Path) -> Result<ConvertStats, TraceError> {
     convert_with_progress(reader, out_path, |_| {})
 }
 
@@ -1147,7 +1147,7 @@ pub fn convert(reader: &mut TraceReader, out_path: &Path) -> Result<ConvertStats
 /// first (its header is patched with the final request count, which a
 /// compressed stream cannot be), then compressed.
 pub fn convert_with_progress(
-    reader: &mut TraceReader,
+    reader: &mut dyn RequestSource,
     out_path: &Path,
     mut progress: impl FnMut(u64),
 ) -> Result<ConvertStats, TraceError> {
