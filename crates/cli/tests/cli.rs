@@ -38,9 +38,12 @@ fn sim_on_the_sample_trace_writes_every_counter() {
     let Some(trace) = sample_trace() else { return };
     let dir = temp_dir("sim");
     let out_json = dir.join("out.json");
+    let out_html = dir.join("report.html");
     let out = cloudcache(&[
         "sim",
         trace.to_str().unwrap(),
+        "--html",
+        out_html.to_str().unwrap(),
         "--policy",
         "lru,arc",
         "--cache-size",
@@ -110,6 +113,11 @@ fn sim_on_the_sample_trace_writes_every_counter() {
     // The sample's mix: 46,974 reads and 66,898 writes.
     assert_eq!(lru[0]["volumes"][0]["read_requests"], 46_974);
     assert_eq!(lru[0]["volumes"][0]["write_requests"], 66_898);
+    let html = std::fs::read_to_string(&out_html).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count());
+    assert!(html.matches("<svg").count() >= 6, "one chart per metric");
+    assert!(html.contains("cloudPhysicsIO") && html.contains("113,872"));
 }
 
 #[test]
