@@ -10,9 +10,10 @@ use cloudcache_trace::{Op, Request, VolumeId};
 use crate::action::Action;
 use crate::config::{CacheConfig, ConfigError, Mode, WritePolicy};
 use crate::counters::{Counters, VolumeState};
-use crate::key::{key_map_with_capacity, BlockKey, KeyMap, Slot};
+use crate::key::{BlockKey, Slot};
 use crate::list::{Links, List};
 use crate::policy::{AnyPolicy, ReplacementPolicy};
+use crate::slot_map::SlotMap;
 
 /// Table size to start with when the caller gives no expectation.
 const DEFAULT_EXPECTED_ITEMS: u64 = 1 << 16;
@@ -40,7 +41,7 @@ pub struct Cache {
     /// Capacity in weight units (blocks, or bytes in object mode).
     capacity: u64,
     used: u64,
-    map: KeyMap<Slot>,
+    map: SlotMap,
     /// Key held by each slot (stale for free slots).
     keys: Vec<BlockKey>,
     /// Weight of each slot's item (object mode only; blocks weigh 1).
@@ -81,7 +82,7 @@ impl Cache {
             block_shift: config.block_size.trailing_zeros(),
             capacity,
             used: 0,
-            map: key_map_with_capacity(expected),
+            map: SlotMap::with_capacity(expected),
             keys: Vec::with_capacity(expected),
             weights: Vec::with_capacity(if config.mode == Mode::Object { expected } else { 0 }),
             dirty: Vec::with_capacity(expected),
@@ -166,7 +167,7 @@ impl Cache {
 
     /// Whether `key` is cached, and if so whether it is dirty.
     pub fn lookup(&self, key: BlockKey) -> Option<(Slot, bool)> {
-        self.map.get(&key).map(|&slot| (slot, self.dirty[slot as usize]))
+        self.map.lookup(key).map(|slot| (slot, self.dirty[slot as usize]))
     }
 
     /// Write back every dirty block (all volumes, or one), oldest first;
@@ -207,6 +208,7 @@ impl Cache {
             return Outcome::default();
         }
         let mut outcome = Outcome::default();
+        let mut byte_hits = 0;
         for block in first..=last {
             let block_start = block << self.block_shift;
             let covered = end.min(block_start.saturating_add(block_size)) - offset.max(block_start);
@@ -216,31 +218,28 @@ impl Cache {
                 _ => self.write_block(key, covered == block_size),
             };
             outcome.blocks += 1;
-            let counters = &mut self.volumes[v].counters;
             if hit {
                 outcome.hit_blocks += 1;
-                counters.byte_hits += covered;
-            }
-            match op {
-                Op::Read => {
-                    counters.read_block_accesses += 1;
-                    counters.read_block_hits += u64::from(hit);
-                }
-                _ => {
-                    counters.write_block_accesses += 1;
-                    counters.write_block_hits += u64::from(hit);
-                }
+                byte_hits += covered;
             }
         }
+        // Counted once per request rather than per block: the per-block path
+        // touches only what it must.
         let counters = &mut self.volumes[v].counters;
         counters.requests += 1;
         counters.request_hits += u64::from(outcome.is_hit());
         counters.block_accesses += outcome.blocks;
         counters.block_hits += outcome.hit_blocks;
         counters.bytes_accessed += len;
-        match op {
-            Op::Read => counters.read_requests += 1,
-            _ => counters.write_requests += 1,
+        counters.byte_hits += byte_hits;
+        if op == Op::Read {
+            counters.read_requests += 1;
+            counters.read_block_accesses += outcome.blocks;
+            counters.read_block_hits += outcome.hit_blocks;
+        } else {
+            counters.write_requests += 1;
+            counters.write_block_accesses += outcome.blocks;
+            counters.write_block_hits += outcome.hit_blocks;
         }
         outcome
     }
@@ -249,7 +248,8 @@ impl Cache {
     #[inline]
     fn read_block(&mut self, key: BlockKey) -> bool {
         let v = key.volume as usize;
-        if let Some(&slot) = self.map.get(&key) {
+        let hash = SlotMap::hash(key);
+        if let Some(slot) = self.map.get(key, hash) {
             self.policy.hit(slot);
             self.volumes[v].counters.flash_read_blocks += 1;
             self.record(Action::FlashRead { key, slot });
@@ -257,7 +257,7 @@ impl Cache {
         }
         self.volumes[v].counters.backend_read_blocks += 1;
         self.record(Action::BackendRead { key });
-        let slot = self.admit(key, 1);
+        let slot = self.admit(key, hash, 1);
         self.volumes[v].counters.flash_write_blocks += 1;
         self.record(Action::FlashWrite { key, slot });
         false
@@ -267,7 +267,8 @@ impl Cache {
     #[inline]
     fn write_block(&mut self, key: BlockKey, whole_block: bool) -> bool {
         let v = key.volume as usize;
-        let cached = self.map.get(&key).copied();
+        let hash = SlotMap::hash(key);
+        let cached = self.map.get(key, hash);
         match self.config.write_policy {
             WritePolicy::WriteBack | WritePolicy::WriteThrough => {
                 let slot = match cached {
@@ -282,7 +283,7 @@ impl Cache {
                             self.volumes[v].counters.backend_read_blocks += 1;
                             self.record(Action::BackendRead { key });
                         }
-                        self.admit(key, 1)
+                        self.admit(key, hash, 1)
                     }
                 };
                 self.volumes[v].counters.flash_write_blocks += 1;
@@ -331,7 +332,7 @@ impl Cache {
             let span = last_whole - first_whole + 1;
             if span <= self.map.len() as u64 {
                 for block in first_whole..=last_whole {
-                    if let Some(&slot) = self.map.get(&BlockKey { volume, block }) {
+                    if let Some(slot) = self.map.lookup(BlockKey { volume, block }) {
                         self.discard(slot);
                     }
                 }
@@ -342,7 +343,7 @@ impl Cache {
                     let key = self.keys[slot as usize];
                     if key.volume == volume
                         && (first_whole..=last_whole).contains(&key.block)
-                        && self.map.get(&key) == Some(&slot)
+                        && self.map.lookup(key) == Some(slot)
                     {
                         self.discard(slot);
                     }
@@ -365,7 +366,8 @@ impl Cache {
     fn handle_object(&mut self, volume: VolumeId, op: Op, offset: u64, len: u64) -> Outcome {
         let v = volume as usize;
         let key = BlockKey { volume, block: offset };
-        let cached = self.map.get(&key).copied();
+        let hash = SlotMap::hash(key);
+        let cached = self.map.get(key, hash);
         if op == Op::Trim {
             self.volumes[v].counters.trim_requests += 1;
             if let Some(slot) = cached {
@@ -384,7 +386,7 @@ impl Cache {
                 if len > self.capacity {
                     self.volumes[v].counters.not_admitted += 1;
                 } else {
-                    self.admit(key, len);
+                    self.admit(key, hash, len);
                     self.volumes[v].counters.flash_write_blocks += 1;
                 }
                 false
@@ -412,9 +414,10 @@ impl Cache {
 
     // ---- slots ------------------------------------------------------------
 
-    /// Make room for `weight` and cache `key`; returns its slot.
+    /// Make room for `weight` and cache `key` (whose hash is `hash`);
+    /// returns its slot.
     #[inline]
-    fn admit(&mut self, key: BlockKey, weight: u64) -> Slot {
+    fn admit(&mut self, key: BlockKey, hash: u64, weight: u64) -> Slot {
         while self.used + weight > self.capacity {
             self.evict_one(key);
         }
@@ -424,7 +427,7 @@ impl Cache {
         if self.config.mode == Mode::Object {
             self.weights[s] = weight;
         }
-        self.map.insert(key, slot);
+        self.map.insert_new(key, hash, slot);
         self.policy.insert(slot, key, weight);
         self.used += weight;
         let state = &mut self.volumes[key.volume as usize];
@@ -480,7 +483,7 @@ impl Cache {
         let s = slot as usize;
         let key = self.keys[s];
         let weight = if self.config.mode == Mode::Object { self.weights[s] } else { 1 };
-        self.map.remove(&key);
+        self.map.remove(key);
         self.used -= weight;
         let state = &mut self.volumes[key.volume as usize];
         state.cached_items -= 1;

@@ -14,6 +14,7 @@ pub mod counters;
 pub mod key;
 pub mod list;
 pub mod policy;
+mod slot_map;
 
 pub use action::Action;
 pub use cache::{Cache, Outcome};
