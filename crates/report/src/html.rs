@@ -352,7 +352,7 @@ body {
   margin: 0; color: var(--text); background: #fff;
   font: 15px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
 }
-main { max-width: 1000px; margin: 0 auto; padding: 28px 24px 48px; }
+main { max-width: 1120px; margin: 0 auto; padding: 28px 24px 48px; }
 header { border-bottom: 3px solid var(--accent); padding-bottom: 10px; margin-bottom: 8px; }
 h1 { font-size: 1.75rem; line-height: 1.25; margin: 0; overflow-wrap: anywhere; }
 .subtitle { margin: 6px 0 0; color: var(--muted); }
@@ -365,7 +365,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation M
 .table-wrap { overflow-x: auto; margin: 12px 0 16px; }
 table { border-collapse: collapse; font-size: 14px; font-variant-numeric: tabular-nums; }
 caption { text-align: left; font-weight: 600; padding: 0 0 6px; }
-th, td { padding: 5px 12px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th, td { padding: 5px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 thead th { background: var(--soft); border-bottom: 2px solid var(--line); font-weight: 600; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fbfcfd; }
 td.num, th.num { text-align: right; white-space: nowrap; }
