@@ -68,7 +68,10 @@ impl Cache {
         let expected = match config.mode {
             Mode::Block if config.expected_items == 0 => capacity.min(DEFAULT_EXPECTED_ITEMS),
             Mode::Block => capacity.min(config.expected_items as u64),
-            Mode::Object => config.expected_items as u64,
+            // How many objects fit depends on their sizes, unknown up front:
+            // start small and grow, so the tables stay dense (a sparse table
+            // costs a cache miss per lookup).
+            Mode::Object => (config.expected_items as u64).min(DEFAULT_EXPECTED_ITEMS),
         } as usize;
         let (dirty_high_blocks, dirty_low_blocks) = match config.dirty_high_watermark {
             Some(high) => {

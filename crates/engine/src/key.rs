@@ -44,10 +44,11 @@ const RUN_BLOCKS: u64 = 16;
 ///
 /// Block requests are mostly runs of consecutive blocks, and a random hash
 /// costs one cache miss per block. This one hashes the run of 16 blocks a
-/// block belongs to, then puts the block's position in the run in the low
-/// bits (so the run fills adjacent buckets of one control group: one miss
-/// per run) and in the top seven bits (which hashbrown keeps as the tag, so
-/// the run's blocks do not match each other's tags).
+/// block belongs to, then puts the block's position in the run (rotated by
+/// a per-run amount) in the low bits, so the run fills adjacent buckets of
+/// one control group (one miss per run), and in the top seven bits, which
+/// hashbrown keeps as the tag, so the run's blocks do not match each
+/// other's tags.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BlockKeyHasher {
     volume: u64,
@@ -58,12 +59,15 @@ impl std::hash::Hasher for BlockKeyHasher {
     #[inline]
     fn finish(&self) -> u64 {
         let run = self.block / RUN_BLOCKS;
-        let position = self.block % RUN_BLOCKS;
         // SplitMix64's finalizer: every input bit reaches every output bit.
         let mut h = run ^ self.volume.rotate_left(44);
         h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         h ^= h >> 31;
+        // Rotating the position by a per-run amount keeps a dense run on
+        // its 16 buckets (a permutation of them) and spreads keys that are
+        // all multiples of 16, such as object mode's byte offsets.
+        let position = self.block.wrapping_add(h >> 32) % RUN_BLOCKS;
         ((h & !(RUN_BLOCKS - 1)) | position) ^ (position << 57)
     }
 
@@ -102,14 +106,26 @@ mod tests {
     fn a_run_of_blocks_fills_adjacent_buckets_with_distinct_tags() {
         let hasher = KeyHasher::default();
         let hashes: Vec<u64> = (32..48).map(|b| hasher.hash_one(BlockKey::new(7, b))).collect();
-        for (i, h) in hashes.iter().enumerate() {
-            assert_eq!(h & 15, i as u64);
+        for h in &hashes {
             assert_eq!(h >> 4 & 0xfff, hashes[0] >> 4 & 0xfff, "same run, same bucket group");
         }
+        let positions: std::collections::HashSet<u64> = hashes.iter().map(|h| h & 15).collect();
+        assert_eq!(positions.len(), 16, "each bucket of the group once");
         let tags: std::collections::HashSet<u64> = hashes.iter().map(|h| h >> 57).collect();
         assert_eq!(tags.len(), 16);
         // Other runs and other volumes land elsewhere.
         assert_ne!(hasher.hash_one(BlockKey::new(7, 48)) >> 4, hashes[0] >> 4);
         assert_ne!(hasher.hash_one(BlockKey::new(8, 32)) >> 4, hashes[0] >> 4);
+    }
+
+    #[test]
+    fn keys_that_are_multiples_of_the_run_spread_over_every_position() {
+        // Object mode keys are byte offsets: all multiples of 512.
+        let hasher = KeyHasher::default();
+        let mut per_position = [0u32; 16];
+        for i in 0..16_000u64 {
+            per_position[(hasher.hash_one(BlockKey::new(0, i * 512)) & 15) as usize] += 1;
+        }
+        assert!(per_position.iter().all(|&n| (700..1300).contains(&n)), "{per_position:?}");
     }
 }
