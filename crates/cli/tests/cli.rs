@@ -122,7 +122,7 @@ fn sim_on_the_sample_trace_writes_every_counter() {
 
 #[test]
 fn bad_cache_sizes_are_rejected_with_the_value_named() {
-    for (size, expected) in [("0", "zero"), ("-1GiB", "negative"), ("12XB", "unknown unit")] {
+    for (size, expected) in [("0", "zero"), ("-1GiB", "negative"), ("12XB", "unknown size unit")] {
         let out = cloudcache(&["sim", "nonexistent.trace", "--cache-size", size]);
         assert!(!out.status.success());
         let err = stderr(&out);

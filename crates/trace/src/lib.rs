@@ -15,6 +15,7 @@ pub mod request;
 pub mod source;
 pub mod synth;
 pub mod text;
+pub mod units;
 
 pub use error::{FieldError, Location, TraceError};
 pub use format::{open, Format, OpenOptions};

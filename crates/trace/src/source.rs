@@ -48,12 +48,8 @@ pub fn open_source(path: &Path) -> Result<Source, TraceError> {
     Ok(Source { reader, head, compression })
 }
 
-/// Read exactly `buf.len()` bytes, or report how many were there before the end.
-///
-/// Returns `Ok(true)` when the buffer was filled, `Ok(false)` at a clean end
-/// of stream (no byte read), and `Err(UnexpectedEof)` with the count of bytes
-/// read in the message when the stream ended part-way.
-pub fn read_record(reader: &mut dyn BufRead, buf: &mut [u8]) -> io::Result<bool> {
+/// Read until `buf` is full or the stream ends; returns the bytes read.
+pub fn read_full(reader: &mut dyn BufRead, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match reader.read(&mut buf[filled..]) {
@@ -63,14 +59,21 @@ pub fn read_record(reader: &mut dyn BufRead, buf: &mut [u8]) -> io::Result<bool>
             Err(e) => return Err(e),
         }
     }
-    if filled == buf.len() {
-        Ok(true)
-    } else if filled == 0 {
-        Ok(false)
-    } else {
-        Err(io::Error::new(
+    Ok(filled)
+}
+
+/// Read exactly `buf.len()` bytes, or report how many were there before the end.
+///
+/// Returns `Ok(true)` when the buffer was filled, `Ok(false)` at a clean end
+/// of stream (no byte read), and `Err(UnexpectedEof)` with the count of bytes
+/// read in the message when the stream ended part-way.
+pub fn read_record(reader: &mut dyn BufRead, buf: &mut [u8]) -> io::Result<bool> {
+    match read_full(reader, buf)? {
+        0 if !buf.is_empty() => Ok(false),
+        n if n == buf.len() => Ok(true),
+        n => Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
-            format!("truncated record: {filled} of {} bytes", buf.len()),
-        ))
+            format!("truncated record: {n} of {} bytes", buf.len()),
+        )),
     }
 }

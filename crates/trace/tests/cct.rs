@@ -12,6 +12,9 @@ use cloudcache_trace::{
 };
 use proptest::prelude::*;
 
+mod common;
+use common::sample;
+
 /// A directory under the system temp dir, removed when dropped.
 struct TempDir(PathBuf);
 
@@ -504,16 +507,6 @@ proptest! {
 }
 
 // ---------------------------------------------------------------- sample trace
-
-fn sample() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: sample trace {} not found", path.display());
-        None
-    }
-}
 
 #[test]
 fn sample_trace_converts_and_reads_back_identical() {

@@ -1,12 +1,13 @@
 //! The `trace info` report: every number on a small hand-made trace, and the
 //! findings on the real sample.
 
-use std::path::{Path, PathBuf};
-
 use cloudcache_trace::info::{analyze, TraceInfo};
 use cloudcache_trace::{
     open, Format, Op, OpenOptions, Request, RequestSource, TraceError, TraceReader, VolumeTable,
 };
+
+mod common;
+use common::sample;
 
 /// An in-memory trace.
 struct Mem {
@@ -193,16 +194,6 @@ fn huge_requests_do_not_blow_up_the_footprint() {
     assert_eq!(info.volumes.count, 2);
     assert_eq!(info.volumes.top[1].name, "7000000");
     assert!(info.render_text().contains("left out of the footprint"));
-}
-
-fn sample() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: sample trace {} not found", path.display());
-        None
-    }
 }
 
 #[test]

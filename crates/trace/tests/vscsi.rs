@@ -2,20 +2,13 @@
 //! hand-made version 1 and version 2 files, including damaged ones.
 
 use std::io::Cursor;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cloudcache_trace::formats::vscsi::{self, Version, VscsiReader};
 use cloudcache_trace::{open, Format, Location, Op, OpenOptions, Request, RequestSource, TraceError};
 
-fn sample() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: sample trace {} not found", path.display());
-        None
-    }
-}
+mod common;
+use common::sample;
 
 #[test]
 fn sample_trace_golden() {

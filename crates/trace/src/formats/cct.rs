@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::TraceError;
 use crate::request::{ContentHash, Op, Request, VolumeId, VolumeTable};
+use crate::source::read_full;
 use crate::RequestSource;
 
 /// The first eight bytes of every `.cct` file. The high first byte and the
@@ -543,20 +544,6 @@ pub struct CctReader {
     done: bool,
     /// Once an error is reported it is repeated, never followed by data.
     failed: Option<TraceError>,
-}
-
-/// Read until `buf` is full or the stream ends; the number of bytes read.
-fn read_full(reader: &mut dyn BufRead, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match reader.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 impl CctReader {

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Deserializer};
 
-use super::units::{self, show_bytes, NS_PER_SEC};
 use super::SynthError;
+use crate::units::{self, show_bytes, NS_PER_SEC};
 
 /// A byte count. In TOML: an integer (bytes) or a string with a unit,
 /// `"4KiB"`, `"1.5GiB"`, `"20GB"` (`K`/`M`/`G`/`T` alone are binary).

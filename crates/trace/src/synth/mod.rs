@@ -25,7 +25,6 @@
 
 pub mod config;
 mod math;
-pub mod units;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -40,9 +39,9 @@ pub use config::{
 
 use crate::error::TraceError;
 use crate::request::{Op, Request, VolumeId, VolumeTable};
+use crate::units::NS_PER_SEC;
 use crate::RequestSource;
 use math::{below, exponential, fnv1a, mix64, unit, Permutation, Zipf};
-use units::NS_PER_SEC;
 
 /// The embedded demo workload: 12 VMs (web servers with weekly backups,
 /// Moodle-like course servers, file servers, a database, an analytics VM, an

@@ -1,5 +1,5 @@
-//! Parsing of the human units the synthetic workload config accepts: sizes
-//! ("4KiB", "1.5GiB", "20GB"), durations ("14d", "1d12h", "90s"),
+//! Parsing the human units people write in configs and on command lines:
+//! sizes ("4KiB", "1.5GiB", "20GB"), durations ("14d", "1d12h", "90s"),
 //! throughputs ("100MiB/s") and calendar start times.
 //!
 //! Everything here is integer or exactly rounded arithmetic so that a config
