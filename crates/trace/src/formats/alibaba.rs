@@ -10,8 +10,8 @@
 use std::fmt::Write as _;
 
 use crate::error::FieldError;
-use crate::formats::csv::sniff_lines;
 use crate::request::{Request, VolumeTable};
+use crate::text::sniff_lines;
 use crate::text::{field, LineParser};
 
 /// Parser for Alibaba 2020 lines.

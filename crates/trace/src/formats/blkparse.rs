@@ -32,8 +32,8 @@
 //! (blkparse's notice, when stderr was captured too) is skipped as well.
 
 use crate::error::FieldError;
-use crate::formats::csv::sniff_lines;
 use crate::request::{Op, Request, VolumeTable};
+use crate::text::sniff_lines;
 use crate::text::{field, LineParser};
 
 const SECTOR_BYTES: u64 = 512;

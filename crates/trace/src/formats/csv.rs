@@ -262,33 +262,6 @@ impl fmt::Display for ColumnMap {
     }
 }
 
-/// The detection rule shared by the line formats: `parse` is tried on each
-/// sampled line and returns whether it was a record (`Ok(false)` for a
-/// header or other line the format knows and skips).
-///
-/// The lines are taken for the format when at least one is a record and
-/// none fails, or when at least three are records and exactly one fails.
-/// Tolerating one failure lets a trace with one corrupt line, or a header
-/// the format does not know, be detected and then reported line by line
-/// instead of as an unknown format; requiring three records keeps a single
-/// coincidental match from deciding. (It lives here, in the generic text
-/// format's module, because it is not specific to any one format.)
-pub fn sniff_lines(lines: &[&str], mut parse: impl FnMut(&str) -> Result<bool, FieldError>) -> bool {
-    let mut records = 0;
-    let mut failures = 0;
-    for line in lines {
-        match parse(line) {
-            Ok(true) => records += 1,
-            Ok(false) => {}
-            Err(_) => failures += 1,
-        }
-        if failures > 1 {
-            return false;
-        }
-    }
-    (failures == 0 && records >= 1) || (failures == 1 && records >= 3)
-}
-
 fn column_index(key: &str, text: &str) -> Result<usize, String> {
     text.parse::<usize>()
         .map_err(|_| format!("{key}: expected a 0-based column number, found {text:?}"))

@@ -32,8 +32,8 @@
 use std::fmt::Write as _;
 
 use crate::error::FieldError;
-use crate::formats::csv::sniff_lines;
 use crate::request::{Op, Request, VolumeTable, CONTENT_BLOCK_BYTES};
+use crate::text::sniff_lines;
 use crate::text::{field, LineParser};
 
 const SECTOR_BYTES: u64 = 512;

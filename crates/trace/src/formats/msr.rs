@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 
 use crate::error::FieldError;
-use crate::formats::csv::sniff_lines;
 use crate::request::{Op, Request, VolumeTable};
+use crate::text::sniff_lines;
 use crate::text::{field, LineParser};
 
 /// FILETIME ticks between 1601-01-01 and 1970-01-01.

@@ -9,8 +9,8 @@
 //! (so concatenated files read too).
 
 use crate::error::FieldError;
-use crate::formats::csv::sniff_lines;
 use crate::request::{Request, VolumeTable};
+use crate::text::sniff_lines;
 use crate::text::{field, LineParser};
 
 const HEADER: &str = "Timestamp,Response,IOType,LUN,Offset,Size";
