@@ -236,3 +236,36 @@ fn object_mode_counts_requests_as_objects() {
     assert_eq!((r["requests"].as_u64(), r["request_hits"].as_u64()), (Some(3), Some(1)));
     assert_eq!(r["write_policy"], "none");
 }
+
+#[test]
+fn several_traces_are_merged_by_time_and_keep_their_volumes() {
+    let dir = temp_dir("merge");
+    let a = dir.join("a.csv");
+    let b = dir.join("b.csv");
+    // Both name their volume hm_0: the second becomes hm_0#2. Interleaved times.
+    std::fs::write(&a, "128166372000000000,hm,0,Read,0,4096,1\n128166372000000020,hm,0,Read,0,4096,1\n")
+        .unwrap();
+    std::fs::write(&b, "128166372000000010,hm,0,Read,0,4096,1\n128166372000000030,hm,0,Read,0,4096,1\n")
+        .unwrap();
+    let out_json = dir.join("out.json");
+    let out = cloudcache(&[
+        "sim",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--cache-size",
+        "1MiB",
+        "--json",
+        out_json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = json(&out_json);
+    assert_eq!(doc["trace"]["volumes"], serde_json::json!(["hm_0", "hm_0#2"]));
+    assert_eq!(doc["trace"]["sources"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["trace"]["duration_ns"], 3000);
+    let r = &doc["results"][0];
+    // Same offset on two volumes: two distinct blocks, each hit once.
+    assert_eq!((r["requests"].as_u64(), r["request_hits"].as_u64()), (Some(4), Some(2)));
+    assert_eq!(r["volumes"][1]["name"], "hm_0#2");
+    assert_eq!(r["volumes"][1]["request_hits"], 1);
+}

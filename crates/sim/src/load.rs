@@ -127,6 +127,14 @@ impl LoadedTrace {
     }
 
     fn append(&mut self, other: LoadedTrace) {
+        if self.requests.is_empty() && self.volume_names.is_empty() {
+            // The first (often only) trace: nothing to renumber or merge.
+            let has_timestamps = self.has_timestamps && other.has_timestamps;
+            let mut sources = std::mem::take(&mut self.sources);
+            sources.extend(other.sources.iter().cloned());
+            *self = LoadedTrace { has_timestamps, sources, ..other };
+            return;
+        }
         let base = self.volume_names.len() as VolumeId;
         for name in other.volume_names {
             let mut unique = name.clone();
@@ -161,13 +169,14 @@ impl LoadedTrace {
             .fold(0u64, u64::saturating_add)
     }
 
-    /// First and last request time, when the trace has timestamps.
+    /// Earliest and latest request time, when the trace has timestamps.
     pub fn time_span_ns(&self) -> Option<(u64, u64)> {
-        if !self.has_timestamps || self.requests.is_empty() {
+        if !self.has_timestamps {
             return None;
         }
-        let first = self.requests.iter().map(|r| r.time_ns).min()?;
-        let last = self.requests.iter().map(|r| r.time_ns).max()?;
-        Some((first, last))
+        self.requests.iter().fold(None, |span, r| match span {
+            None => Some((r.time_ns, r.time_ns)),
+            Some((first, last)) => Some((first.min(r.time_ns), last.max(r.time_ns))),
+        })
     }
 }

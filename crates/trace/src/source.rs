@@ -68,6 +68,14 @@ pub fn read_full(reader: &mut dyn BufRead, buf: &mut [u8]) -> io::Result<usize> 
 /// of stream (no byte read), and `Err(UnexpectedEof)` with the count of bytes
 /// read in the message when the stream ended part-way.
 pub fn read_record(reader: &mut dyn BufRead, buf: &mut [u8]) -> io::Result<bool> {
+    // Fast path: the whole record is already buffered.
+    if let Ok(available) = reader.fill_buf() {
+        if available.len() >= buf.len() {
+            buf.copy_from_slice(&available[..buf.len()]);
+            reader.consume(buf.len());
+            return Ok(true);
+        }
+    }
     match read_full(reader, buf)? {
         0 if !buf.is_empty() => Ok(false),
         n if n == buf.len() => Ok(true),
