@@ -49,7 +49,9 @@ pub struct Cache {
     dirty: Vec<bool>,
     free: Vec<Slot>,
     policy: AnyPolicy,
-    /// Dirty slots, most recently written at the front, for the cleaner.
+    dirty_count: u64,
+    /// Dirty slots, most recently written at the front, for the cleaner;
+    /// kept only when the dirty watermarks are on (no one else needs the order).
     dirty_links: Links,
     dirty_list: List,
     dirty_high_blocks: Option<u64>,
@@ -91,7 +93,8 @@ impl Cache {
             dirty: Vec::with_capacity(expected),
             free: Vec::new(),
             policy,
-            dirty_links: Links::with_slots(expected),
+            dirty_count: 0,
+            dirty_links: Links::with_slots(if dirty_high_blocks.is_some() { expected } else { 0 }),
             dirty_list: List::new(),
             dirty_high_blocks,
             dirty_low_blocks,
@@ -122,7 +125,7 @@ impl Cache {
             Mode::Object => self.handle_object(volume, op, offset, len),
         };
         if let Some(high) = self.dirty_high_blocks {
-            if self.dirty_list.len() as u64 > high {
+            if self.dirty_count > high {
                 self.clean_down_to(self.dirty_low_blocks);
             }
         }
@@ -165,7 +168,7 @@ impl Cache {
 
     /// Dirty blocks now cached.
     pub fn dirty_blocks(&self) -> u64 {
-        self.dirty_list.len() as u64
+        self.dirty_count
     }
 
     /// Whether `key` is cached, and if so whether it is dirty.
@@ -173,21 +176,37 @@ impl Cache {
         self.map.lookup(key).map(|slot| (slot, self.dirty[slot as usize]))
     }
 
-    /// Write back every dirty block (all volumes, or one), oldest first;
-    /// blocks stay cached and clean. Returns the number written back; with
-    /// `record_actions`, [`Cache::actions`] lists the `WriteBack`s.
+    /// Write back every dirty block (all volumes, or one); blocks stay
+    /// cached and clean. The order is oldest write first when the dirty
+    /// watermarks are on (the engine then keeps write order), slot order
+    /// otherwise. Returns the number written back; with `record_actions`,
+    /// [`Cache::actions`] lists the `WriteBack`s.
     pub fn write_back_all(&mut self, volume: Option<VolumeId>) -> u64 {
         self.actions.clear();
+        let wanted = |cache: &Self, slot: Slot| volume.is_none_or(|v| cache.keys[slot as usize].volume == v);
         let mut written = 0;
-        let mut at = self.dirty_list.back();
-        while let Some(slot) = at {
-            at = self.dirty_links.prev(slot);
-            if volume.is_none_or(|v| self.keys[slot as usize].volume == v) {
-                self.clean(slot);
-                written += 1;
+        if self.tracks_dirty_order() {
+            let mut at = self.dirty_list.back();
+            while let Some(slot) = at {
+                at = self.dirty_links.prev(slot);
+                if wanted(self, slot) {
+                    self.clean(slot);
+                    written += 1;
+                }
+            }
+        } else {
+            for slot in 0..self.keys.len() as Slot {
+                if self.dirty[slot as usize] && wanted(self, slot) {
+                    self.clean(slot);
+                    written += 1;
+                }
             }
         }
         written
+    }
+
+    fn tracks_dirty_order(&self) -> bool {
+        self.dirty_high_blocks.is_some()
     }
 
     // ---- block mode -------------------------------------------------------
@@ -451,7 +470,9 @@ impl Cache {
             self.weights.push(0);
         }
         self.policy.reserve_slots(slots);
-        self.dirty_links.ensure_slots(slots);
+        if self.tracks_dirty_order() {
+            self.dirty_links.ensure_slots(slots);
+        }
         slot
     }
 
@@ -495,19 +516,28 @@ impl Cache {
     }
 
     fn mark_dirty(&mut self, slot: Slot) {
+        let tracked = self.tracks_dirty_order();
         if self.dirty[slot as usize] {
-            // Rewritten: now the youngest dirty block, flushed last.
-            self.dirty_links.move_to_front(&mut self.dirty_list, slot);
+            if tracked {
+                // Rewritten: now the youngest dirty block, flushed last.
+                self.dirty_links.move_to_front(&mut self.dirty_list, slot);
+            }
         } else {
             self.dirty[slot as usize] = true;
-            self.dirty_links.push_front(&mut self.dirty_list, slot);
+            self.dirty_count += 1;
+            if tracked {
+                self.dirty_links.push_front(&mut self.dirty_list, slot);
+            }
             self.volumes[self.keys[slot as usize].volume as usize].dirty_blocks += 1;
         }
     }
 
     fn unmark_dirty(&mut self, slot: Slot) {
         self.dirty[slot as usize] = false;
-        self.dirty_links.unlink(&mut self.dirty_list, slot);
+        self.dirty_count -= 1;
+        if self.tracks_dirty_order() {
+            self.dirty_links.unlink(&mut self.dirty_list, slot);
+        }
         self.volumes[self.keys[slot as usize].volume as usize].dirty_blocks -= 1;
     }
 
@@ -537,7 +567,7 @@ impl Cache {
 
     /// Write back the oldest dirty blocks until at most `target` remain.
     fn clean_down_to(&mut self, target: u64) {
-        while self.dirty_list.len() as u64 > target {
+        while self.dirty_count > target {
             let Some(slot) = self.dirty_list.back() else { break };
             self.clean(slot);
         }
