@@ -269,3 +269,21 @@ fn several_traces_are_merged_by_time_and_keep_their_volumes() {
     assert_eq!(r["volumes"][1]["name"], "hm_0#2");
     assert_eq!(r["volumes"][1]["request_hits"], 1);
 }
+
+#[test]
+fn an_impossible_request_length_is_an_error_not_a_hang() {
+    let dir = temp_dir("hugelen");
+    let trace = dir.join("msr.csv");
+    std::fs::write(
+        &trace,
+        "128166372003061629,hm,0,Read,0,4096,26\n128166372003061630,hm,0,Read,0,1000000000000000,26\n",
+    )
+    .unwrap();
+    let out = cloudcache(&["sim", trace.to_str().unwrap(), "-q"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("msr.csv") && err.contains("request 2") && err.contains("1000000000000000"),
+        "{err}"
+    );
+}

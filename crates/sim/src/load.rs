@@ -5,6 +5,11 @@ use std::path::{Path, PathBuf};
 
 use cloudcache_trace::{Op, OpenOptions, Request, RequestSource, TraceError, TraceReader, VolumeId};
 
+/// Largest read or write a trace may hold: 4 GiB, beyond any real transfer
+/// (NBD and SCSI lengths are 32-bit). Trims may be larger: discarding a
+/// whole device is real, and the engine handles it without per-block work.
+pub const MAX_IO_BYTES: u64 = 1 << 32;
+
 /// A request as replay needs it: 32 bytes, no content hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CompactRequest {
@@ -85,6 +90,21 @@ impl LoadedTrace {
         let mut requests = Vec::new();
         let mut req = Request::default();
         while source.next_request(&mut req)? {
+            if req.len > MAX_IO_BYTES && req.op != Op::Trim {
+                // Replaying it would take block-by-block work for nothing real.
+                return Err(TraceError::file(
+                    label,
+                    format!(
+                        "request {} is a {} of {} bytes at offset {}: larger than any real I/O ({} bytes); \
+                         the length field is probably corrupt",
+                        requests.len() + 1,
+                        req.op.name(),
+                        req.len,
+                        req.offset,
+                        MAX_IO_BYTES
+                    ),
+                ));
+            }
             requests.push(CompactRequest::from(&req));
             if requests.len() % STEP == 0 {
                 progress(STEP as u64);
