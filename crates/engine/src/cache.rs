@@ -401,15 +401,18 @@ impl Cache {
             Some(slot) => {
                 self.policy.hit(slot);
                 self.volumes[v].counters.flash_read_blocks += 1;
+                self.record(Action::FlashRead { key, slot });
                 true
             }
             None => {
                 self.volumes[v].counters.backend_read_blocks += 1;
+                self.record(Action::BackendRead { key });
                 if len > self.capacity {
                     self.volumes[v].counters.not_admitted += 1;
                 } else {
-                    self.admit(key, hash, len);
+                    let slot = self.admit(key, hash, len);
                     self.volumes[v].counters.flash_write_blocks += 1;
+                    self.record(Action::FlashWrite { key, slot });
                 }
                 false
             }
@@ -767,6 +770,32 @@ mod tests {
         assert_eq!(c.used_weight(), 7000);
         let n = c.counters();
         assert_eq!((n.requests, n.request_hits, n.not_admitted, n.evictions), (5, 1, 1, 1));
+    }
+
+    #[test]
+    fn object_mode_actions_name_the_object() {
+        let mut c = Cache::new(CacheConfig {
+            capacity_bytes: 10_000,
+            mode: Mode::Object,
+            record_actions: true,
+            ..CacheConfig::default()
+        })
+        .unwrap();
+        let a = BlockKey::new(0, 0);
+        let b = BlockKey::new(0, 8192);
+        c.handle(0, Op::Read, 0, 6000);
+        assert_eq!(c.actions(), &[Action::BackendRead { key: a }, Action::FlashWrite { key: a, slot: 0 }]);
+        c.handle(0, Op::Read, 8192, 6000);
+        assert_eq!(
+            c.actions(),
+            &[
+                Action::BackendRead { key: b },
+                Action::Evict { key: a, slot: 0 },
+                Action::FlashWrite { key: b, slot: 0 }
+            ]
+        );
+        c.handle(0, Op::Read, 8192, 100);
+        assert_eq!(c.actions(), &[Action::FlashRead { key: b, slot: 0 }]);
     }
 
     #[test]
