@@ -4,11 +4,9 @@
 //! map that hashes the key twice and probes twice. Here the caller hashes
 //! once ([`SlotMap::hash`]) and passes the hash to both steps.
 
-use std::hash::BuildHasher;
-
 use hashbrown::HashTable;
 
-use crate::key::{BlockKey, KeyHasher, Slot};
+use crate::key::{hash_block, BlockKey, Slot};
 
 /// Keys of cached items and the slots holding them.
 pub(crate) struct SlotMap {
@@ -24,7 +22,7 @@ impl SlotMap {
     /// The hash of `key`, for [`SlotMap::get`] and [`SlotMap::insert_new`].
     #[inline]
     pub fn hash(key: BlockKey) -> u64 {
-        KeyHasher::default().hash_one(key)
+        hash_block(u64::from(key.volume), key.block)
     }
 
     /// The slot holding `key`, whose hash is `hash`.
