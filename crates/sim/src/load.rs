@@ -60,15 +60,6 @@ pub struct LoadedTrace {
 }
 
 impl LoadedTrace {
-    /// Requests from memory (the synthetic generator, tests).
-    pub fn from_requests(
-        requests: Vec<CompactRequest>,
-        volume_names: Vec<String>,
-        has_timestamps: bool,
-    ) -> Self {
-        LoadedTrace { requests, volume_names, has_timestamps, sources: Vec::new() }
-    }
-
     /// Read every request of an opened trace file into memory, reporting
     /// progress in requests.
     pub fn read(path: &Path, reader: &mut TraceReader, progress: &dyn Fn(u64)) -> Result<Self, TraceError> {
