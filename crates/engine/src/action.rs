@@ -18,6 +18,19 @@ pub enum Action {
         /// Where it is on flash.
         slot: Slot,
     },
+    /// Serve a read from the block's data held in the staging area (memory):
+    /// the block is not yet admitted to flash. If a `FlashWrite` of the same
+    /// block follows, the staged data is what is written.
+    StagedRead {
+        /// Block read.
+        key: BlockKey,
+    },
+    /// Keep the data that this request's `BackendRead` of the block returned
+    /// in the staging area (memory); it serves later `StagedRead`s.
+    Stage {
+        /// Block staged.
+        key: BlockKey,
+    },
     /// Read the block from the backend (a miss, or the old data of a
     /// partially written block: read-modify-write).
     BackendRead {

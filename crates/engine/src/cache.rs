@@ -8,11 +8,12 @@
 use cloudcache_trace::{Op, Request, VolumeId};
 
 use crate::action::Action;
+use crate::admission::{Admission, StagingDecision, VolumeAdmission};
 use crate::config::{CacheConfig, ConfigError, Mode, WritePolicy};
 use crate::counters::{Counters, VolumeState};
 use crate::key::{BlockKey, Slot};
 use crate::list::{Links, List};
-use crate::policy::{AnyPolicy, ReplacementPolicy};
+use crate::policy::{AnyPolicy, ReplacementPolicy, VolumeLru};
 use crate::slot_map::SlotMap;
 
 /// Table size to start with when the caller gives no expectation.
@@ -32,6 +33,24 @@ impl Outcome {
     pub fn is_hit(&self) -> bool {
         self.blocks > 0 && self.hit_blocks == self.blocks
     }
+}
+
+/// How per-volume shares are enforced ([`Cache::set_shares`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShareMode {
+    /// A volume at its share may still fill free space (reclaimed by the
+    /// share's owner at replacement time); otherwise it replaces its own
+    /// blocks and free space stays idle.
+    pub lend_free_space: bool,
+    /// Drop every volume's blocks beyond its new share at once (the seed's
+    /// strict evaluation mode) instead of reclaiming them gradually.
+    pub drop_excess: bool,
+}
+
+/// Per-volume shares in force.
+struct Shares {
+    blocks: Vec<u64>,
+    mode: ShareMode,
 }
 
 /// A flash cache shared by many volumes.
@@ -57,6 +76,9 @@ pub struct Cache {
     dirty_high_blocks: Option<u64>,
     dirty_low_blocks: u64,
     volumes: Vec<VolumeState>,
+    /// Admission state of each volume (empty when every miss is admitted).
+    admission: Vec<VolumeAdmission>,
+    shares: Option<Shares>,
     actions: Vec<Action>,
 }
 
@@ -82,7 +104,11 @@ impl Cache {
             }
             None => (None, 0),
         };
-        let policy = config.policy.build(capacity, expected);
+        let policy = if config.partitioned {
+            AnyPolicy::VolumeLru(VolumeLru::new(expected))
+        } else {
+            config.policy.build(capacity, expected)
+        };
         Ok(Cache {
             block_shift: config.block_size.trailing_zeros(),
             capacity,
@@ -99,6 +125,8 @@ impl Cache {
             dirty_high_blocks,
             dirty_low_blocks,
             volumes: Vec::new(),
+            admission: Vec::new(),
+            shares: None,
             actions: Vec::new(),
             config,
         })
@@ -118,7 +146,7 @@ impl Cache {
     pub fn handle(&mut self, volume: VolumeId, op: Op, offset: u64, len: u64) -> Outcome {
         self.actions.clear();
         if volume as usize >= self.volumes.len() {
-            self.volumes.resize(volume as usize + 1, VolumeState::default());
+            self.add_volumes(volume as usize + 1);
         }
         let outcome = match self.config.mode {
             Mode::Block => self.handle_blocks(volume, op, offset, len),
@@ -171,6 +199,60 @@ impl Cache {
         self.dirty_count
     }
 
+    /// Set each volume's share of the cache, in blocks (index = volume id;
+    /// volumes beyond the slice get none), enforced at replacement time as
+    /// `mode` says. Staging memory is divided in proportion to the shares.
+    /// With `drop_excess`, blocks beyond a share are evicted now and
+    /// [`Cache::actions`] lists them. Needs a partitioned cache.
+    pub fn set_shares(&mut self, blocks: &[u64], mode: ShareMode) {
+        assert!(self.config.partitioned, "set_shares needs a cache configured as partitioned");
+        self.actions.clear();
+        if blocks.len() > self.volumes.len() {
+            self.add_volumes(blocks.len());
+        }
+        self.shares = Some(Shares { blocks: blocks.to_vec(), mode });
+        let total_share: u128 = blocks.iter().map(|&b| b as u128).sum();
+        let staging_total = self.config.admission.staging_bytes();
+        for (v, admission) in self.admission.iter_mut().enumerate() {
+            let share = blocks.get(v).copied().unwrap_or(0);
+            match admission {
+                VolumeAdmission::Staging(area) => {
+                    let budget = if total_share == 0 {
+                        0
+                    } else {
+                        (staging_total as u128 * share as u128 / total_share) as u64
+                    };
+                    area.set_budget(budget);
+                }
+                VolumeAdmission::Larc(larc) => larc.set_cache_blocks(share),
+                _ => {}
+            }
+        }
+        if mode.drop_excess {
+            for v in 0..self.volumes.len() {
+                let share = self.share_of(v as VolumeId);
+                while self.volumes[v].cached_weight > share {
+                    self.evict_from_volume(v as VolumeId);
+                }
+            }
+        }
+    }
+
+    /// The share of `volume` in blocks (`None` while no shares are set).
+    pub fn share(&self, volume: VolumeId) -> Option<u64> {
+        self.shares.as_ref().map(|_| self.share_of(volume))
+    }
+
+    /// Memory the admission state (staging areas, ghosts) uses, in bytes.
+    pub fn staging_used_bytes(&self) -> u64 {
+        self.admission.iter().map(VolumeAdmission::staging_used_bytes).sum()
+    }
+
+    /// Memory `volume`'s admission state uses, in bytes.
+    pub fn volume_staging_used_bytes(&self, volume: VolumeId) -> u64 {
+        self.admission.get(volume as usize).map_or(0, VolumeAdmission::staging_used_bytes)
+    }
+
     /// Whether `key` is cached, and if so whether it is dirty.
     pub fn lookup(&self, key: BlockKey) -> Option<(Slot, bool)> {
         self.map.lookup(key).map(|slot| (slot, self.dirty[slot as usize]))
@@ -209,6 +291,59 @@ impl Cache {
         self.dirty_high_blocks.is_some()
     }
 
+    fn add_volumes(&mut self, count: usize) {
+        self.volumes.resize(count, VolumeState::default());
+        if self.config.admission != Admission::Always {
+            while self.admission.len() < count {
+                let share = self.share_of(self.admission.len() as VolumeId);
+                self.admission.push(VolumeAdmission::new(self.config.admission, self.config.block_size, share));
+            }
+        }
+    }
+
+    /// `volume`'s share in blocks: the whole cache while no shares are set.
+    fn share_of(&self, volume: VolumeId) -> u64 {
+        self.shares.as_ref().map_or(self.capacity, |s| s.blocks.get(volume as usize).copied().unwrap_or(0))
+    }
+
+    /// Whether admission control lets uncached `key` in on this access.
+    #[inline]
+    fn admission_decision(&mut self, key: BlockKey, is_read: bool) -> StagingDecision {
+        let admit = match self.admission.get_mut(key.volume as usize) {
+            None | Some(VolumeAdmission::Always) => true,
+            Some(VolumeAdmission::Staging(area)) => {
+                let Admission::Staging { reuses, .. } = self.config.admission else { unreachable!() };
+                return area.access(key.block, is_read, reuses.saturating_add(1));
+            }
+            Some(VolumeAdmission::TouchCount(hec)) => {
+                let Admission::TouchCount { region_bytes, sequential_cutoff_bytes } = self.config.admission
+                else {
+                    unreachable!()
+                };
+                let shift = (region_bytes / self.config.block_size).trailing_zeros();
+                hec.admits(key.block, shift, sequential_cutoff_bytes / self.config.block_size)
+            }
+            Some(VolumeAdmission::Larc(larc)) => larc.miss(key.block),
+        };
+        StagingDecision { admit, ..StagingDecision::default() }
+    }
+
+    /// A write that cannot admit (write-invalidate, read-only) still counts
+    /// as an access for staging and makes staged data stale.
+    fn note_bypassing_write(&mut self, key: BlockKey) {
+        if let Some(VolumeAdmission::Staging(area)) = self.admission.get_mut(key.volume as usize) {
+            area.access(key.block, false, u32::MAX);
+        }
+    }
+
+    /// A cache hit, for admission policies that adapt to the hit ratio.
+    #[inline]
+    fn note_hit(&mut self, volume: VolumeId) {
+        if let Some(VolumeAdmission::Larc(larc)) = self.admission.get_mut(volume as usize) {
+            larc.hit();
+        }
+    }
+
     // ---- block mode -------------------------------------------------------
 
     fn handle_blocks(&mut self, volume: VolumeId, op: Op, offset: u64, len: u64) -> Outcome {
@@ -228,6 +363,9 @@ impl Cache {
         if op == Op::Trim {
             self.trim(volume, offset, end, first, last);
             return Outcome::default();
+        }
+        if let Some(VolumeAdmission::TouchCount(hec)) = self.admission.get_mut(v) {
+            hec.observe_request(first, last - first + 1);
         }
         let mut outcome = Outcome::default();
         let mut byte_hits = 0;
@@ -273,16 +411,36 @@ impl Cache {
         let hash = SlotMap::hash(key);
         if let Some(slot) = self.map.get(key, hash) {
             self.policy.hit(slot);
+            if !self.admission.is_empty() {
+                self.note_hit(key.volume);
+            }
             self.volumes[v].counters.flash_read_blocks += 1;
             self.record(Action::FlashRead { key, slot });
             return true;
         }
-        self.volumes[v].counters.backend_read_blocks += 1;
-        self.record(Action::BackendRead { key });
-        let slot = self.admit(key, hash, 1);
-        self.volumes[v].counters.flash_write_blocks += 1;
-        self.record(Action::FlashWrite { key, slot });
-        false
+        let decision = if self.admission.is_empty() {
+            StagingDecision { admit: true, ..StagingDecision::default() }
+        } else {
+            self.admission_decision(key, true)
+        };
+        if decision.data_hit {
+            self.volumes[v].counters.staging_hits += 1;
+            self.record(Action::StagedRead { key });
+        } else {
+            self.volumes[v].counters.backend_read_blocks += 1;
+            self.record(Action::BackendRead { key });
+            if decision.data_staged {
+                self.record(Action::Stage { key });
+            }
+        }
+        match decision.admit.then(|| self.admit(key, hash, 1)).flatten() {
+            Some(slot) => {
+                self.volumes[v].counters.flash_write_blocks += 1;
+                self.record(Action::FlashWrite { key, slot });
+            }
+            None => self.volumes[v].counters.not_admitted += 1,
+        }
+        decision.data_hit
     }
 
     /// One block of a write; true if the block was cached when written.
@@ -296,16 +454,31 @@ impl Cache {
                 let slot = match cached {
                     Some(slot) => {
                         self.policy.hit(slot);
+                        if !self.admission.is_empty() {
+                            self.note_hit(key.volume);
+                        }
                         slot
                     }
                     None => {
-                        if !whole_block {
-                            // The rest of the block must come from the backend
-                            // before the cache can hold a whole valid block.
-                            self.volumes[v].counters.backend_read_blocks += 1;
-                            self.record(Action::BackendRead { key });
-                        }
-                        self.admit(key, hash, 1)
+                        let admitted = if self.admission.is_empty() || self.admission_decision(key, false).admit {
+                            if !whole_block {
+                                // The rest of the block must come from the backend
+                                // before the cache can hold a whole valid block.
+                                self.volumes[v].counters.backend_read_blocks += 1;
+                                self.record(Action::BackendRead { key });
+                            }
+                            self.admit(key, hash, 1)
+                        } else {
+                            None
+                        };
+                        let Some(slot) = admitted else {
+                            // Not admitted: the write goes around the cache.
+                            self.volumes[v].counters.not_admitted += 1;
+                            self.volumes[v].counters.backend_write_blocks += 1;
+                            self.record(Action::BackendWrite { key });
+                            return false;
+                        };
+                        slot
                     }
                 };
                 self.volumes[v].counters.flash_write_blocks += 1;
@@ -318,6 +491,9 @@ impl Cache {
                 }
             }
             WritePolicy::WriteInvalidate => {
+                if !self.admission.is_empty() {
+                    self.note_bypassing_write(key);
+                }
                 if let Some(slot) = cached {
                     self.settle_dirty_before_backend_write(slot, whole_block);
                     self.drop_slot(slot);
@@ -326,6 +502,9 @@ impl Cache {
                 self.record(Action::BackendWrite { key });
             }
             WritePolicy::ReadOnly => {
+                if !self.admission.is_empty() {
+                    self.note_bypassing_write(key);
+                }
                 if let Some(slot) = cached {
                     self.policy.hit(slot);
                     self.volumes[v].counters.flash_write_blocks += 1;
@@ -409,8 +588,7 @@ impl Cache {
                 self.record(Action::BackendRead { key });
                 if len > self.capacity {
                     self.volumes[v].counters.not_admitted += 1;
-                } else {
-                    let slot = self.admit(key, hash, len);
+                } else if let Some(slot) = self.admit(key, hash, len) {
                     self.volumes[v].counters.flash_write_blocks += 1;
                     self.record(Action::FlashWrite { key, slot });
                 }
@@ -440,11 +618,17 @@ impl Cache {
     // ---- slots ------------------------------------------------------------
 
     /// Make room for `weight` and cache `key` (whose hash is `hash`);
-    /// returns its slot.
+    /// returns its slot, or `None` if the volume's share leaves no room.
     #[inline]
-    fn admit(&mut self, key: BlockKey, hash: u64, weight: u64) -> Slot {
-        while self.used + weight > self.capacity {
-            self.evict_one(key);
+    fn admit(&mut self, key: BlockKey, hash: u64, weight: u64) -> Option<Slot> {
+        if self.shares.is_some() {
+            if !self.make_room_within_share(key.volume, weight) {
+                return None;
+            }
+        } else {
+            while self.used + weight > self.capacity {
+                self.evict_one(key);
+            }
         }
         let slot = self.take_free_slot();
         let s = slot as usize;
@@ -458,7 +642,65 @@ impl Cache {
         let state = &mut self.volumes[key.volume as usize];
         state.cached_items += 1;
         state.cached_weight += weight;
-        slot
+        Some(slot)
+    }
+
+    /// Replacement-time share enforcement: make room for `weight` more of
+    /// `volume`. A volume under its share takes space from the volume most
+    /// over its own share; a volume at its share replaces its own blocks
+    /// (or fills free space, if lending is on). False if the volume's share
+    /// cannot hold the block at all.
+    fn make_room_within_share(&mut self, volume: VolumeId, weight: u64) -> bool {
+        let lend = self.shares.as_ref().is_some_and(|s| s.mode.lend_free_space);
+        let share = self.share_of(volume);
+        loop {
+            let occupied = self.volumes[volume as usize].cached_weight;
+            let full = self.used + weight > self.capacity;
+            if occupied + weight <= share {
+                if !full {
+                    return true;
+                }
+                let victim = self.most_over_share(volume).unwrap_or(volume);
+                if !self.evict_from_volume(victim) && !self.evict_from_volume(volume) {
+                    return false;
+                }
+            } else {
+                if !full && lend {
+                    return true;
+                }
+                if !self.evict_from_volume(volume) {
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// The volume (other than `except`) whose occupancy exceeds its share by
+    /// the most blocks; ties go to the lower id. A linear scan: the number of
+    /// volumes on a host is small next to the work of a miss.
+    fn most_over_share(&self, except: VolumeId) -> Option<VolumeId> {
+        let mut best: Option<(u64, VolumeId)> = None;
+        for (v, state) in self.volumes.iter().enumerate() {
+            let excess = state.cached_weight.saturating_sub(self.share_of(v as VolumeId));
+            if excess > 0 && v as VolumeId != except && best.is_none_or(|(e, _)| excess > e) {
+                best = Some((excess, v as VolumeId));
+            }
+        }
+        best.map(|(_, v)| v)
+    }
+
+    /// Evict `volume`'s least recently used block; false if it has none.
+    fn evict_from_volume(&mut self, volume: VolumeId) -> bool {
+        let AnyPolicy::VolumeLru(policy) = &mut self.policy else {
+            unreachable!("shares need a partitioned cache")
+        };
+        match policy.evict_from(volume) {
+            Some(slot) => {
+                self.evicted(slot);
+                true
+            }
+            None => false,
+        }
     }
 
     fn take_free_slot(&mut self) -> Slot {
@@ -482,6 +724,11 @@ impl Cache {
     /// Evict the policy's victim, writing it back first if dirty.
     fn evict_one(&mut self, incoming: BlockKey) {
         let slot = self.policy.evict(incoming, &self.keys);
+        self.evicted(slot);
+    }
+
+    /// Write back (if dirty) and free `slot`, which the policy gave up.
+    fn evicted(&mut self, slot: Slot) {
         let key = self.keys[slot as usize];
         let v = key.volume as usize;
         if self.dirty[slot as usize] {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::admission::Admission;
 use crate::policy::PolicyKind;
 
 /// How requests map to cached items.
@@ -118,6 +119,11 @@ pub struct CacheConfig {
     /// Expected number of distinct items, to size tables up front (0 = derive
     /// from the capacity in block mode, grow as needed in object mode).
     pub expected_items: usize,
+    /// Which missed blocks are admitted to flash (block mode).
+    pub admission: Admission,
+    /// Keep an LRU list per volume so per-volume shares can be enforced at
+    /// replacement time ([`crate::Cache::set_shares`]); needs the LRU policy.
+    pub partitioned: bool,
 }
 
 impl Default for CacheConfig {
@@ -132,6 +138,8 @@ impl Default for CacheConfig {
             dirty_low_watermark: None,
             record_actions: false,
             expected_items: 0,
+            admission: Admission::Always,
+            partitioned: false,
         }
     }
 }
@@ -183,6 +191,30 @@ impl CacheConfig {
                 if self.write_policy != WritePolicy::WriteBack || self.mode != Mode::Block {
                     return err(format!("{name} applies only to the write-back policy in block mode"));
                 }
+            }
+        }
+        if (self.partitioned || self.admission != Admission::Always) && self.mode != Mode::Block {
+            return err("cache allocation and admission control work in block mode only".into());
+        }
+        if self.partitioned && self.policy != PolicyKind::Lru {
+            return err(format!(
+                "per-volume shares are enforced with an LRU list per volume (the seed's policy within a share); \
+                 policy {} cannot be partitioned",
+                self.policy
+            ));
+        }
+        let staging = self.admission.staging_bytes();
+        if staging > self.capacity_bytes {
+            return err(format!(
+                "staging area of {staging} B is larger than the cache ({} B)",
+                self.capacity_bytes
+            ));
+        }
+        if let Admission::TouchCount { region_bytes, .. } = self.admission {
+            if region_bytes < self.block_size || !region_bytes.is_power_of_two() {
+                return err(format!(
+                    "touch-count region of {region_bytes} B must be a power of two of at least one block"
+                ));
             }
         }
         match (self.dirty_high_watermark, self.dirty_low_watermark) {

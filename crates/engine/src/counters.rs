@@ -49,8 +49,13 @@ pub struct Counters {
     pub cleaned_blocks: u64,
     /// Cached blocks dropped because a write or trim superseded them.
     pub invalidations: u64,
-    /// Objects larger than the whole cache, never admitted (object mode).
+    /// Missed blocks not admitted to flash: refused by admission control
+    /// (staging, touch count, LARC), by a volume's full share, or (object
+    /// mode) objects larger than the whole cache.
     pub not_admitted: u64,
+    /// Read blocks served from data held in the staging area (memory);
+    /// counted among the hits.
+    pub staging_hits: u64,
 }
 
 impl Counters {
@@ -82,7 +87,8 @@ impl Counters {
             dirty_evictions,
             cleaned_blocks,
             invalidations,
-            not_admitted
+            not_admitted,
+            staging_hits
         );
     }
 

@@ -8,6 +8,7 @@
 //! decisions.
 
 pub mod action;
+pub mod admission;
 pub mod cache;
 pub mod config;
 pub mod counters;
@@ -17,7 +18,8 @@ pub mod policy;
 mod slot_map;
 
 pub use action::Action;
-pub use cache::{Cache, Outcome};
+pub use admission::{Admission, StagingKind};
+pub use cache::{Cache, Outcome, ShareMode};
 pub use config::{CacheConfig, ConfigError, Mode, WritePolicy};
 pub use counters::{Counters, Ratios, VolumeState};
 pub use key::{BlockKey, Slot};

@@ -12,6 +12,7 @@ mod lru;
 mod s3fifo;
 mod sieve;
 mod two_q;
+mod volume_lru;
 
 pub use arc::Arc;
 pub use clock::Clock;
@@ -20,6 +21,7 @@ pub use lru::Lru;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use two_q::TwoQ;
+pub use volume_lru::VolumeLru;
 
 use std::fmt;
 use std::str::FromStr;
@@ -136,6 +138,8 @@ pub enum AnyPolicy {
     TwoQ(TwoQ),
     S3Fifo(S3Fifo),
     Sieve(Sieve),
+    /// Per-volume LRU lists, for caches that enforce shares.
+    VolumeLru(VolumeLru),
 }
 
 macro_rules! dispatch {
@@ -148,6 +152,7 @@ macro_rules! dispatch {
             AnyPolicy::TwoQ($p) => $e,
             AnyPolicy::S3Fifo($p) => $e,
             AnyPolicy::Sieve($p) => $e,
+            AnyPolicy::VolumeLru($p) => $e,
         }
     };
 }

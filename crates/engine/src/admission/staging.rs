@@ -1,0 +1,344 @@
+//! CloudCache's staging area (seed 001, section 3.4.3): recently accessed
+//! addresses of one volume, kept in memory until they have been reused
+//! often enough to be admitted into flash.
+//!
+//! Choices where the seed is silent (its ambiguity 10):
+//! * Entries cost 24 bytes, plus one block of memory when they hold data.
+//! * Only reads stage data; a write to a block whose data is staged makes
+//!   that data stale, so the entry keeps its count and drops the data.
+//! * In hybrid staging, an entry pushed out of the data partition keeps its
+//!   address (and count) in the address partition; an entry pushed out of
+//!   the address partition is forgotten, count and all.
+//! * On admission the staged data (if any) is what is written to flash: no
+//!   second backend read.
+
+use hashbrown::HashMap;
+use rustc_hash::FxBuildHasher;
+
+use crate::key::Slot;
+use crate::list::{Links, List};
+
+/// Memory to track one address (the seed's figure, pointers included).
+pub const ADDRESS_ENTRY_BYTES: u64 = 24;
+
+/// Share of a hybrid staging area given to addresses (the seed's 1:7).
+const HYBRID_ADDRESS_EIGHTHS: u64 = 1;
+
+/// What a staging area holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StagingKind {
+    /// Addresses only.
+    Address,
+    /// Addresses, and the data of blocks staged by reads.
+    Data,
+    /// An address partition and a data partition (1:7), separate LRUs.
+    Hybrid,
+}
+
+impl StagingKind {
+    /// Name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            StagingKind::Address => "address",
+            StagingKind::Data => "data",
+            StagingKind::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl std::str::FromStr for StagingKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "address" => Ok(StagingKind::Address),
+            "data" => Ok(StagingKind::Data),
+            "hybrid" => Ok(StagingKind::Hybrid),
+            _ => Err(format!("unknown staging {s:?}; expected address, data or hybrid")),
+        }
+    }
+}
+
+/// What staging decided about one access of an uncached block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StagingDecision {
+    /// The block has now been accessed often enough: admit it to flash.
+    pub admit: bool,
+    /// A read found the block's data staged in memory (no backend read).
+    pub data_hit: bool,
+    /// This read's data (from the backend) is now held in the staging area.
+    pub data_staged: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    block: u64,
+    accesses: u32,
+    has_data: bool,
+}
+
+/// One volume's staging area.
+pub struct StagingArea {
+    kind: StagingKind,
+    entry_data_bytes: u64,
+    index: HashMap<u64, Slot, FxBuildHasher>,
+    entries: Vec<Entry>,
+    free: Vec<Slot>,
+    links: Links,
+    /// Address-only entries (the only list in address staging).
+    address_list: List,
+    /// Entries holding data (and, in data staging, address-only ones too).
+    data_list: List,
+    address_budget: u64,
+    data_budget: u64,
+    address_used: u64,
+    data_used: u64,
+}
+
+impl StagingArea {
+    /// An empty area of `kind` for blocks of `block_size` bytes, with no
+    /// memory yet (see [`StagingArea::set_budget`]).
+    pub fn new(kind: StagingKind, block_size: u64) -> Self {
+        StagingArea {
+            kind,
+            entry_data_bytes: block_size,
+            index: HashMap::default(),
+            entries: Vec::new(),
+            free: Vec::new(),
+            links: Links::default(),
+            address_list: List::new(),
+            data_list: List::new(),
+            address_budget: 0,
+            data_budget: 0,
+            address_used: 0,
+            data_used: 0,
+        }
+    }
+
+    /// Give the area `bytes` of memory, dropping the oldest entries if it
+    /// now holds more.
+    pub fn set_budget(&mut self, bytes: u64) {
+        (self.address_budget, self.data_budget) = match self.kind {
+            StagingKind::Address => (bytes, 0),
+            StagingKind::Data => (0, bytes),
+            StagingKind::Hybrid => {
+                let address = bytes * HYBRID_ADDRESS_EIGHTHS / 8;
+                (address, bytes - address)
+            }
+        };
+        self.shrink_to_budget();
+    }
+
+    /// Memory in use, in bytes.
+    pub fn used_bytes(&self) -> u64 {
+        self.address_used + self.data_used
+    }
+
+    /// Entries (tracked addresses).
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// True when nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// An access to uncached `block`; admission on the `admit_on`-th access.
+    pub fn access(&mut self, block: u64, is_read: bool, admit_on: u32) -> StagingDecision {
+        let Some(&at) = self.index.get(&block) else {
+            if admit_on <= 1 {
+                return StagingDecision { admit: true, ..StagingDecision::default() };
+            }
+            let data_staged = self.stage(block, is_read);
+            return StagingDecision { data_staged, ..StagingDecision::default() };
+        };
+        let entry = self.entries[at as usize];
+        let data_hit = is_read && entry.has_data;
+        let accesses = entry.accesses + 1;
+        if accesses >= admit_on {
+            self.forget(at);
+            return StagingDecision { admit: true, data_hit, data_staged: false };
+        }
+        self.entries[at as usize].accesses = accesses;
+        // A read brings the data along (keep or attach it); a write makes
+        // staged data stale.
+        let wants_data = is_read && self.kind != StagingKind::Address;
+        self.place(at, wants_data);
+        self.shrink_to_budget();
+        let data_staged = !data_hit && self.holds_data(block);
+        StagingDecision { admit: false, data_hit, data_staged }
+    }
+
+    /// Whether `block`'s data is staged.
+    pub fn holds_data(&self, block: u64) -> bool {
+        self.index.get(&block).is_some_and(|&at| self.entries[at as usize].has_data)
+    }
+
+    /// Forget `block` (it was admitted by another path, or trimmed).
+    pub fn remove(&mut self, block: u64) {
+        if let Some(&at) = self.index.get(&block) {
+            self.forget(at);
+        }
+    }
+
+    /// Stage a new entry; true if it holds the read's data.
+    fn stage(&mut self, block: u64, is_read: bool) -> bool {
+        let at = match self.free.pop() {
+            Some(at) => at,
+            None => {
+                self.entries.push(Entry { block: 0, accesses: 0, has_data: false });
+                self.links.ensure_slots(self.entries.len());
+                (self.entries.len() - 1) as Slot
+            }
+        };
+        self.entries[at as usize] = Entry { block, accesses: 1, has_data: false };
+        self.index.insert(block, at);
+        self.link(at, is_read && self.kind != StagingKind::Address);
+        self.shrink_to_budget();
+        self.holds_data(block)
+    }
+
+    /// Put entry `at` (unlinked) at the front of the list it belongs on.
+    fn link(&mut self, at: Slot, with_data: bool) {
+        let with_data = with_data && self.entry_cost(true) <= self.data_budget;
+        self.entries[at as usize].has_data = with_data;
+        let cost = self.entry_cost(with_data);
+        if with_data || self.kind == StagingKind::Data {
+            self.data_used += cost;
+            self.links.push_front(&mut self.data_list, at);
+        } else {
+            self.address_used += cost;
+            self.links.push_front(&mut self.address_list, at);
+        }
+    }
+
+    fn unlink(&mut self, at: Slot) {
+        let entry = self.entries[at as usize];
+        let cost = self.entry_cost(entry.has_data);
+        if entry.has_data || self.kind == StagingKind::Data {
+            self.data_used -= cost;
+            self.links.unlink(&mut self.data_list, at);
+        } else {
+            self.address_used -= cost;
+            self.links.unlink(&mut self.address_list, at);
+        }
+    }
+
+    /// Move a staged entry to the front, with or without data.
+    fn place(&mut self, at: Slot, with_data: bool) {
+        self.unlink(at);
+        self.link(at, with_data);
+    }
+
+    fn forget(&mut self, at: Slot) {
+        self.unlink(at);
+        self.index.remove(&self.entries[at as usize].block);
+        self.free.push(at);
+    }
+
+    fn entry_cost(&self, with_data: bool) -> u64 {
+        ADDRESS_ENTRY_BYTES + if with_data { self.entry_data_bytes } else { 0 }
+    }
+
+    fn shrink_to_budget(&mut self) {
+        while self.data_used > self.data_budget {
+            let Some(oldest) = self.data_list.back() else { break };
+            if self.kind == StagingKind::Hybrid && self.address_budget >= ADDRESS_ENTRY_BYTES {
+                self.place(oldest, false);
+            } else {
+                self.forget(oldest);
+            }
+        }
+        while self.address_used > self.address_budget {
+            let Some(oldest) = self.address_list.back() else { break };
+            self.forget(oldest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLOCK: u64 = 4096;
+    const DATA_ENTRY: u64 = ADDRESS_ENTRY_BYTES + BLOCK;
+
+    fn area(kind: StagingKind, budget: u64) -> StagingArea {
+        let mut a = StagingArea::new(kind, BLOCK);
+        a.set_budget(budget);
+        a
+    }
+
+    #[test]
+    fn admits_on_the_nth_access_and_forgets_the_entry() {
+        let mut a = area(StagingKind::Address, 10 * ADDRESS_ENTRY_BYTES);
+        assert!(!a.access(1, true, 2).admit);
+        assert_eq!(a.len(), 1);
+        assert!(a.access(1, false, 2).admit);
+        assert!(a.is_empty());
+        // N + 1 = 3: two misses staged, the third admits.
+        assert!(!a.access(2, true, 3).admit);
+        assert!(!a.access(2, true, 3).admit);
+        assert!(a.access(2, true, 3).admit);
+        // Admission on the first access needs no staging.
+        assert!(a.access(3, true, 1).admit);
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn address_staging_is_an_lru_of_addresses() {
+        let mut a = area(StagingKind::Address, 2 * ADDRESS_ENTRY_BYTES);
+        a.access(1, true, 2);
+        a.access(2, true, 2);
+        a.access(3, true, 2); // pushes 1 out
+        assert_eq!(a.used_bytes(), 2 * ADDRESS_ENTRY_BYTES);
+        assert!(!a.access(1, true, 2).admit, "1 was forgotten, count and all");
+        assert!(a.access(3, true, 2).admit);
+    }
+
+    #[test]
+    fn data_staging_serves_staged_reads_and_writes_stage_addresses_only() {
+        let mut a = area(StagingKind::Data, 2 * DATA_ENTRY);
+        a.access(1, true, 3);
+        assert_eq!(a.used_bytes(), DATA_ENTRY);
+        assert_eq!(a.access(1, true, 3), StagingDecision { admit: false, data_hit: true, data_staged: false });
+        a.access(2, false, 3);
+        assert_eq!(a.used_bytes(), DATA_ENTRY + ADDRESS_ENTRY_BYTES);
+        // A write to block 1 makes its staged data stale.
+        a.access(1, false, 4);
+        assert_eq!(a.used_bytes(), 2 * ADDRESS_ENTRY_BYTES);
+        assert_eq!(a.access(1, true, 5), StagingDecision { admit: false, data_hit: false, data_staged: true });
+        assert_eq!(a.access(1, true, 5), StagingDecision { admit: true, data_hit: true, data_staged: false });
+    }
+
+    #[test]
+    fn hybrid_demotes_data_entries_to_addresses() {
+        // 1:7 of 8 data entries' worth: the data partition holds 7.
+        let mut a = area(StagingKind::Hybrid, 8 * DATA_ENTRY);
+        for block in 0..8 {
+            a.access(block, true, 2);
+        }
+        // Block 0 was pushed out of the data partition but is still tracked.
+        assert_eq!(a.len(), 8);
+        assert!(!a.holds_data(0));
+        // Read again: it is back in the data partition, data attached.
+        assert_eq!(a.access(0, true, 4), StagingDecision { admit: false, data_hit: false, data_staged: true });
+        assert_eq!(a.access(0, true, 4), StagingDecision { admit: false, data_hit: true, data_staged: false });
+        assert!(a.used_bytes() <= 8 * DATA_ENTRY);
+    }
+
+    #[test]
+    fn shrinking_the_budget_drops_the_oldest() {
+        let mut a = area(StagingKind::Address, 100 * ADDRESS_ENTRY_BYTES);
+        for block in 0..100 {
+            a.access(block, true, 2);
+        }
+        a.set_budget(10 * ADDRESS_ENTRY_BYTES);
+        assert_eq!(a.len(), 10);
+        assert!(a.access(99, true, 2).admit);
+        assert!(!a.access(0, true, 2).admit);
+        a.set_budget(0);
+        assert!(a.is_empty());
+        assert_eq!(a.used_bytes(), 0);
+    }
+}
