@@ -11,7 +11,9 @@
 
 use std::collections::HashMap;
 
-use cloudcache_engine::{Action, BlockKey, Cache, CacheConfig, Mode, PolicyKind, WritePolicy};
+use cloudcache_engine::{
+    Action, Admission, BlockKey, Cache, CacheConfig, Mode, PolicyKind, ShareMode, StagingKind, WritePolicy,
+};
 use cloudcache_trace::Op;
 use proptest::prelude::*;
 
@@ -35,6 +37,8 @@ struct Model {
     backend: HashMap<BlockKey, Version>,
     /// Flash slot -> (key, content).
     flash: HashMap<u32, (BlockKey, Version)>,
+    /// Data held in the staging area (memory), as the engine announced it.
+    staged: HashMap<BlockKey, Version>,
 }
 
 impl Model {
@@ -55,7 +59,12 @@ struct Req {
 }
 
 fn request() -> impl Strategy<Value = Req> {
-    (0u32..3, 0u8..10, 0u64..(24 * 8), 1u64..(3 * 8 + 1)).prop_map(|(volume, op, sector, sectors)| Req {
+    request_within(3, 24)
+}
+
+/// Requests over `volumes` volumes of `blocks` blocks each.
+fn request_within(volumes: u32, blocks: u64) -> impl Strategy<Value = Req> {
+    (0..volumes, 0u8..10, 0..(blocks * 8), 1u64..(3 * 8 + 1)).prop_map(|(volume, op, sector, sectors)| Req {
         volume,
         op: match op {
             0..=4 => Op::Read,
@@ -105,6 +114,17 @@ fn execute(model: &mut Model, req: &Req, seq: u64, actions: &[Action]) -> Result
                         "{action:?}: backend is stale ({v:?}, expected {:?})",
                         model.truth(key)
                     ));
+                }
+                fetched.insert(key, v);
+            }
+            Action::Stage { key } => {
+                let v = *fetched.get(&key).ok_or(format!("{action:?}: stage without a backend read"))?;
+                model.staged.insert(key, v);
+            }
+            Action::StagedRead { key } => {
+                let v = *model.staged.get(&key).ok_or(format!("{action:?}: nothing staged"))?;
+                if !matches!(model.truth(key), Version::Unspecified) && v != model.truth(key) {
+                    return Err(format!("{action:?}: stale staged data {v:?}, expected {:?}", model.truth(key)));
                 }
                 fetched.insert(key, v);
             }
@@ -212,7 +232,45 @@ fn config(
         dirty_low_watermark: watermarks.map(|w| w.1),
         record_actions: true,
         expected_items: 0,
+        admission: Admission::Always,
+        partitioned: false,
     }
+}
+
+fn admission() -> impl Strategy<Value = Admission> {
+    let staging = (0u32..3, 0u8..3, 0u64..6).prop_map(|(reuses, kind, entries)| Admission::Staging {
+        reuses,
+        kind: [StagingKind::Address, StagingKind::Data, StagingKind::Hybrid][kind as usize],
+        // Room for a few data entries at most (4 KiB + 24 B each).
+        total_bytes: entries * 2100,
+    });
+    prop_oneof![
+        Just(Admission::Always),
+        staging,
+        Just(Admission::TouchCount { region_bytes: 4 * BLOCK, sequential_cutoff_bytes: 8 * BLOCK }),
+        Just(Admission::Larc),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Event {
+    Request(Req),
+    Shares(Vec<u64>, ShareMode),
+}
+
+fn event(blocks: u64) -> impl Strategy<Value = Event> {
+    let shares = (proptest::collection::vec(0u64..=blocks, 3), any::<bool>(), any::<bool>()).prop_map(
+        move |(mut shares, lend_free_space, drop_excess)| {
+            // Shares never add up to more than the cache.
+            while shares.iter().sum::<u64>() > blocks {
+                let biggest = (0..3).max_by_key(|&i| shares[i]).unwrap();
+                shares[biggest] -= 1;
+            }
+            Event::Shares(shares, ShareMode { lend_free_space, drop_excess })
+        },
+    );
+    // Few blocks, so that staged blocks are often accessed again.
+    prop_oneof![8 => request_within(3, 6).prop_map(Event::Request), 1 => shares]
 }
 
 fn write_policy() -> impl Strategy<Value = (WritePolicy, Option<(f64, f64)>)> {
@@ -263,6 +321,70 @@ proptest! {
         prop_assert_eq!(volumes.iter().map(|v| v.cached_items).sum::<u64>(), cache.cached_items());
         prop_assert_eq!(volumes.iter().map(|v| v.dirty_blocks).sum::<u64>(), cache.dirty_blocks());
         // Flushing everything leaves the backend complete.
+        cache.write_back_all(None);
+        execute(&mut model, &Req { volume: 0, op: Op::Read, offset: 0, len: 512 }, 0, cache.actions())
+            .map_err(TestCaseError::fail)?;
+        for (&key, &truth) in &model.truth {
+            if truth != Version::Unspecified {
+                prop_assert_eq!(model.backend(key), truth, "{:?} after write_back_all", key);
+            }
+        }
+    }
+
+    #[test]
+    fn admission_and_shares_lose_nothing(
+        (wp, watermarks) in write_policy(),
+        admission in admission(),
+        (blocks, events) in (2u64..10).prop_flat_map(|b| (Just(b), proptest::collection::vec(event(b), 1..150))),
+    ) {
+        let admission = match admission {
+            Admission::Staging { reuses, kind, total_bytes } =>
+                Admission::Staging { reuses, kind, total_bytes: total_bytes.min(blocks * BLOCK) },
+            other => other,
+        };
+        let mut cache = Cache::new(CacheConfig {
+            admission,
+            partitioned: true,
+            ..config(PolicyKind::Lru, wp, blocks, watermarks)
+        }).unwrap();
+        let mut model = Model::default();
+        let mut mode = None;
+        for (i, event) in events.iter().enumerate() {
+            let seq = i as u64 + 1;
+            match event {
+                Event::Request(req) => {
+                    let v = req.volume as usize;
+                    let before = cache.volumes().get(v).map_or(0, |s| s.cached_items);
+                    cache.handle(req.volume, req.op, req.offset, req.len);
+                    execute(&mut model, req, seq, cache.actions())
+                        .map_err(|e| TestCaseError::fail(format!("event {i} {req:?}: {e}")))?;
+                    // A volume never grows past its share unless it may borrow free space.
+                    if let (Some(share), Some(ShareMode { lend_free_space: false, .. })) = (cache.share(req.volume), mode) {
+                        let after = cache.volumes()[v].cached_items;
+                        prop_assert!(after <= share.max(before), "volume {} holds {} > share {}", v, after, share);
+                    }
+                }
+                Event::Shares(shares, new_mode) => {
+                    cache.set_shares(shares, *new_mode);
+                    mode = Some(*new_mode);
+                    let probe = Req { volume: 0, op: Op::Read, offset: 0, len: 512 };
+                    execute(&mut model, &probe, seq, cache.actions())
+                        .map_err(|e| TestCaseError::fail(format!("event {i} shares {shares:?}: {e}")))?;
+                    if new_mode.drop_excess {
+                        for (v, state) in cache.volumes().iter().enumerate() {
+                            prop_assert!(state.cached_items <= shares.get(v).copied().unwrap_or(0));
+                        }
+                    }
+                }
+            }
+            check_consistency(&model, &cache)
+                .map_err(|e| TestCaseError::fail(format!("after event {i}: {e}")))?;
+            prop_assert!(cache.used_weight() <= cache.capacity_weight());
+            prop_assert_eq!(model.flash.len() as u64, cache.cached_items());
+        }
+        let n = cache.counters();
+        prop_assert_eq!(n.block_hits, n.read_block_hits + n.write_block_hits);
+        prop_assert_eq!(n.flash_read_blocks + n.staging_hits, n.read_block_hits);
         cache.write_back_all(None);
         execute(&mut model, &Req { volume: 0, op: Op::Read, offset: 0, len: 512 }, 0, cache.actions())
             .map_err(TestCaseError::fail)?;
