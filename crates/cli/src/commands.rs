@@ -5,15 +5,16 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use cloudcache_engine::{Mode, PolicyKind, WritePolicy};
+use cloudcache_demand::{PredictorKind, Spare};
+use cloudcache_engine::{Mode, PolicyKind, StagingKind, WritePolicy};
 use cloudcache_sim::report::SimReport;
-use cloudcache_sim::{run_sweep, LoadedTrace, SweepSpec};
+use cloudcache_sim::{run_sweep, AllocationMethod, AllocationSpec, Enforcement, LoadedTrace, SweepSpec};
 use cloudcache_trace::formats::cct;
 use cloudcache_trace::synth::{self, SynthConfig};
 use cloudcache_trace::{Format, OpenOptions, RequestSource};
 
 use crate::progress;
-use crate::units::{parse_positive_size, parse_size};
+use crate::units::{parse_duration, parse_positive_duration, parse_positive_size, parse_size};
 
 /// On-demand host-side flash caching for virtualized cloud storage:
 /// trace-driven simulation and trace tools.
@@ -114,8 +115,115 @@ impl CacheArgs {
             write_policy: self.write_policy,
             dirty_high_watermark: self.dirty_high,
             dirty_low_watermark: self.dirty_low,
+            allocations: Vec::new(),
         }
     }
+}
+
+/// On-demand allocation (seed 001 chapter 3): which methods, and how.
+#[derive(Args, Debug, Clone)]
+struct AllocationArgs {
+    /// Allocation methods, comma-separated: none, static, wss, rwss, hec, larc.
+    /// Given, the replay runs in time windows and reports per-window series.
+    #[arg(long, value_delimiter = ',', value_parser = parse_allocation)]
+    allocation: Vec<AllocationMethod>,
+    /// N of RWS_N for rwss (a block is admitted on access N + 1), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1", allow_hyphen_values = true, value_parser = parse_rws_n)]
+    rws_n: Vec<u32>,
+    /// Window length in trace time (e.g. 30min, 12h, 2d).
+    #[arg(long, default_value = "24h", value_parser = parse_positive_duration, allow_hyphen_values = true)]
+    window: u64,
+    /// Demand predictor: last, exp, exp-self, dexp, dexp-self.
+    #[arg(long, default_value = "exp-self", value_parser = parse_predictor)]
+    predictor: PredictorKind,
+    /// Turn the outlier filter (n = 20, lambda = 5) off.
+    #[arg(long)]
+    no_outlier_filter: bool,
+    /// Staging for rwss: address, data or hybrid (1:7).
+    #[arg(long, default_value = "hybrid", value_parser = parse_staging)]
+    staging: StagingKind,
+    /// Staging memory for rwss (default: 256MiB, or a quarter of a smaller cache).
+    #[arg(long, value_parser = parse_positive_size, allow_hyphen_values = true)]
+    staging_size: Option<u64>,
+    /// Spare capacity: proportional (shared out by demand) or idle (left unused).
+    #[arg(long, default_value = "proportional", value_parser = parse_spare)]
+    spare: Spare,
+    /// gradual (excess reclaimed at replacement) or strict (excess dropped at each window start).
+    #[arg(long, default_value = "gradual", value_parser = parse_enforcement)]
+    enforcement: Enforcement,
+}
+
+/// Staging memory when none is given: the seed's 256 MiB, capped at a
+/// quarter of the cache so small caches still work.
+const DEFAULT_STAGING_BYTES: u64 = 256 << 20;
+
+/// Most windows a replay may have (each stores a point per volume).
+const MAX_WINDOWS: u64 = 100_000;
+
+impl AllocationArgs {
+    /// The allocation runs for a cache of `cache_size` bytes.
+    fn specs(&self, cache_size: u64) -> Vec<AllocationSpec> {
+        let staging_bytes = self.staging_size.unwrap_or(DEFAULT_STAGING_BYTES.min(cache_size / 4));
+        let mut specs = Vec::new();
+        for &method in &self.allocation {
+            let ns: &[u32] = if method == AllocationMethod::Rwss { &self.rws_n } else { &[1] };
+            for &rws_n in ns {
+                specs.push(AllocationSpec {
+                    method,
+                    rws_n,
+                    window_ns: self.window,
+                    predictor: self.predictor,
+                    outlier_filter: !self.no_outlier_filter,
+                    staging: self.staging,
+                    staging_bytes,
+                    spare: self.spare,
+                    enforcement: self.enforcement,
+                });
+            }
+        }
+        specs
+    }
+
+    /// Check the windows against the trace: timestamps, resolution, count.
+    fn check_trace(&self, trace: &LoadedTrace) -> Result<()> {
+        if self.allocation.is_empty() {
+            return Ok(());
+        }
+        let window = units_show_duration(self.window);
+        if !trace.has_timestamps {
+            bail!("--allocation runs in time windows, but the trace has no timestamps (window {window})");
+        }
+        if let Some(resolution) = trace.time_resolution_ns() {
+            if self.window < resolution {
+                bail!(
+                    "--window {window} is shorter than the trace's time resolution ({} between timestamps)",
+                    units_show_duration(resolution)
+                );
+            }
+        }
+        if let Some((first, last)) = trace.time_span_ns() {
+            let windows = (last - first) / self.window + 1;
+            if windows > MAX_WINDOWS {
+                bail!(
+                    "--window {window} cuts the trace's {} into {windows} windows; at most {MAX_WINDOWS} are kept \
+                     (use a window of at least {})",
+                    units_show_duration(last - first),
+                    units_show_duration((last - first).div_ceil(MAX_WINDOWS))
+                );
+            }
+            if last - first < self.window {
+                eprintln!(
+                    "warning: --window {window} is longer than the trace ({}): every volume keeps its warm-up share",
+                    units_show_duration(last - first)
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+fn units_show_duration(ns: u64) -> String {
+    cloudcache_trace::units::show_duration(ns)
 }
 
 #[derive(Args, Debug)]
@@ -127,6 +235,12 @@ struct SimArgs {
     read: ReadArgs,
     #[command(flatten)]
     cache: CacheArgs,
+    #[command(flatten)]
+    allocation: AllocationArgs,
+    /// Shift each trace's timestamps by this much, in trace order
+    /// (comma-separated, e.g. 0,6h,12h; missing ones are 0).
+    #[arg(long, value_delimiter = ',', value_parser = parse_duration)]
+    time_shift: Vec<u64>,
     /// Write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -192,6 +306,28 @@ fn parse_write_policy(s: &str) -> Result<WritePolicy, String> {
 fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
+fn parse_allocation(s: &str) -> Result<AllocationMethod, String> {
+    s.parse()
+}
+fn parse_predictor(s: &str) -> Result<PredictorKind, String> {
+    s.parse()
+}
+fn parse_staging(s: &str) -> Result<StagingKind, String> {
+    s.parse()
+}
+fn parse_spare(s: &str) -> Result<Spare, String> {
+    s.parse()
+}
+fn parse_enforcement(s: &str) -> Result<Enforcement, String> {
+    s.parse()
+}
+fn parse_rws_n(s: &str) -> Result<u32, String> {
+    let n: i64 = s.trim().parse().map_err(|_| format!("N of RWS_N must be a whole number, got {s:?}"))?;
+    if n < 0 {
+        return Err(format!("N of RWS_N must be 0 or more, got {n}"));
+    }
+    u32::try_from(n).map_err(|_| format!("N of RWS_N {n} is too large"))
+}
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
@@ -220,18 +356,58 @@ fn set_threads(jobs: Option<usize>) -> Result<()> {
 fn sim(args: SimArgs) -> Result<()> {
     set_threads(args.cache.jobs)?;
     let spec = args.cache.spec();
+    if args.time_shift.len() > args.traces.len() {
+        bail!("--time-shift has {} values for {} trace(s)", args.time_shift.len(), args.traces.len());
+    }
+    if !args.allocation.allocation.is_empty() {
+        if spec.mode != Mode::Block {
+            bail!("--allocation needs --mode block");
+        }
+        // Staging is sized per cache size; each size gets its own sweep.
+        let mut all = Vec::new();
+        for &size in &args.cache.cache_size {
+            let mut one = spec.clone();
+            one.cache_sizes = vec![size];
+            one.allocations = args.allocation.specs(size);
+            one.jobs(0)?;
+            all.push(one);
+        }
+        return sim_allocation(args, all);
+    }
     // Reject a bad configuration before spending time on the trace.
-    spec.configs(0)?;
-    let loading = progress::bar(None, "loading", args.cache.quiet);
-    let trace = LoadedTrace::load(&args.traces, &args.read.options(), &|n| loading.inc(n))?;
-    loading.finish_and_clear();
+    spec.jobs(0)?;
+    let trace = load_traces(&args)?;
     let report = replay(&trace, &spec, args.cache.quiet)?;
     print!("{}", report.render_text());
     write_outputs(&report, args.json.as_deref(), args.html.as_deref())
 }
 
+fn load_traces(args: &SimArgs) -> Result<LoadedTrace> {
+    let loading = progress::bar(None, "loading", args.cache.quiet);
+    let trace =
+        LoadedTrace::load_shifted(&args.traces, &args.time_shift, &args.read.options(), &|n| loading.inc(n))?;
+    loading.finish_and_clear();
+    Ok(trace)
+}
+
+/// `sim --allocation`: one sweep per cache size (staging is sized per cache).
+fn sim_allocation(args: SimArgs, specs: Vec<SweepSpec>) -> Result<()> {
+    let trace = load_traces(&args)?;
+    args.allocation.check_trace(&trace)?;
+    let jobs: u64 = specs.iter().map(|s| (s.policies.len() * s.allocations.len().max(1)) as u64).sum();
+    let bar = progress::bar(Some(trace.requests.len() as u64 * jobs), "replaying", args.cache.quiet);
+    let mut results = Vec::new();
+    for spec in &specs {
+        results.extend(run_sweep(&trace, spec, &|n| bar.inc(n))?);
+    }
+    bar.finish_and_clear();
+    let report = SimReport::new(&trace, results);
+    print!("{}", report.render_text());
+    write_outputs(&report, args.json.as_deref(), args.html.as_deref())
+}
+
 fn replay(trace: &LoadedTrace, spec: &SweepSpec, quiet: bool) -> Result<SimReport> {
-    let jobs = (spec.policies.len() * spec.cache_sizes.len()) as u64;
+    let jobs = (spec.policies.len() * spec.cache_sizes.len() * spec.allocations.len().max(1)) as u64;
     let bar = progress::bar(Some(trace.requests.len() as u64 * jobs), "replaying", quiet);
     let results = run_sweep(trace, spec, &|n| bar.inc(n))?;
     bar.finish_and_clear();
@@ -325,6 +501,7 @@ fn demo(args: DemoArgs) -> Result<()> {
         write_policy: WritePolicy::WriteBack,
         dirty_high_watermark: None,
         dirty_low_watermark: None,
+        allocations: Vec::new(),
     };
     let report = replay(&trace, &spec, args.quiet)?;
     println!("cloudcache demo: 12 VMs sharing one flash cache for 14 days (seed 001's workload mix)");

@@ -18,6 +18,22 @@ pub fn parse_positive_size(text: &str) -> Result<u64, String> {
     }
 }
 
+/// Parse a duration ("12h", "30min", "2d"); negative values are errors.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    if text.trim_start().starts_with('-') {
+        return Err(format!("duration {text:?} is negative"));
+    }
+    cloudcache_trace::units::parse_duration(text)
+}
+
+/// Parse a positive duration (window lengths): zero is an error.
+pub fn parse_positive_duration(text: &str) -> Result<u64, String> {
+    match parse_duration(text)? {
+        0 => Err(format!("duration {text:?} is zero")),
+        n => Ok(n),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,5 +49,8 @@ mod tests {
         assert!(parse_size("12XB").unwrap_err().contains("unknown size unit"));
         assert!(parse_size("MiB").unwrap_err().contains("number"));
         assert!(parse_positive_size("0MiB").unwrap_err().contains("zero"));
+        assert_eq!(parse_duration("30min").unwrap(), 1_800_000_000_000);
+        assert!(parse_duration("-1h").unwrap_err().contains("negative"));
+        assert!(parse_positive_duration("0s").unwrap_err().contains("zero"));
     }
 }

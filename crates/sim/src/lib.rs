@@ -4,10 +4,12 @@
 //! summary, JSON and HTML reports. It counts; every decision is the
 //! engine's.
 
+pub mod allocation;
 pub mod load;
 pub mod replay;
 pub mod report;
 
 pub use load::{CompactRequest, LoadedTrace, SourceInfo};
-pub use replay::{replay_one, run_sweep, SimResult, SweepSpec, VolumeResult};
+pub use allocation::{AllocationMethod, AllocationSpec, Enforcement, WindowPoint};
+pub use replay::{replay_job, replay_one, run_sweep, Job, SimResult, SweepSpec, VolumeResult};
 pub mod html;

@@ -124,10 +124,28 @@ impl LoadedTrace {
         options: &OpenOptions,
         progress: &dyn Fn(u64),
     ) -> Result<Self, TraceError> {
+        LoadedTrace::load_shifted(paths, &[], options, progress)
+    }
+
+    /// As [`LoadedTrace::load`], with the timestamps of trace `i` moved
+    /// later by `shifts_ns[i]` (missing shifts are 0) before the merge, so
+    /// traces recorded at different times can play side by side as VMs of
+    /// one host.
+    pub fn load_shifted(
+        paths: &[PathBuf],
+        shifts_ns: &[u64],
+        options: &OpenOptions,
+        progress: &dyn Fn(u64),
+    ) -> Result<Self, TraceError> {
         let mut merged = LoadedTrace { has_timestamps: true, ..LoadedTrace::default() };
-        for path in paths {
+        for (i, path) in paths.iter().enumerate() {
             let mut reader = cloudcache_trace::open(path, options)?;
-            let loaded = LoadedTrace::read(path, &mut reader, progress)?;
+            let mut loaded = LoadedTrace::read(path, &mut reader, progress)?;
+            if let Some(&shift) = shifts_ns.get(i).filter(|&&s| s > 0) {
+                for r in &mut loaded.requests {
+                    r.time_ns = r.time_ns.saturating_add(shift);
+                }
+            }
             merged.append(loaded);
         }
         if paths.len() > 1 {
@@ -178,6 +196,16 @@ impl LoadedTrace {
             .filter(|r| r.len > 0 && r.op != Op::Trim)
             .map(|r| ((r.offset.saturating_add(r.len) - 1) >> shift) - (r.offset >> shift) + 1)
             .fold(0u64, u64::saturating_add)
+    }
+
+    /// The smallest positive gap between successive request times: the
+    /// finest time step the trace can tell apart (`None` without
+    /// timestamps or with fewer than two distinct times).
+    pub fn time_resolution_ns(&self) -> Option<u64> {
+        if !self.has_timestamps {
+            return None;
+        }
+        self.requests.windows(2).filter_map(|w| w[1].time_ns.checked_sub(w[0].time_ns)).filter(|&d| d > 0).min()
     }
 
     /// Earliest and latest request time, when the trace has timestamps.

@@ -6,11 +6,12 @@ use cloudcache_engine::{Cache, CacheConfig, ConfigError, Counters, Mode, PolicyK
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::allocation::{replay_with_allocation, AllocationMethod, AllocationSpec, WindowPoint};
 use crate::load::LoadedTrace;
 
-/// Requests between progress updates: often enough for a smooth bar, rare
-/// enough that the shared counter costs nothing.
-const PROGRESS_EVERY: usize = 1 << 16;
+/// Occupancy samples over a replay without windows (evenly spaced by
+/// request count).
+const OCCUPANCY_SAMPLES: usize = 1024;
 
 /// The cache configurations of one `sim` command: every policy at every size.
 #[derive(Clone, Debug)]
@@ -29,9 +30,44 @@ pub struct SweepSpec {
     pub dirty_high_watermark: Option<f64>,
     /// Dirty low watermark (fraction of capacity).
     pub dirty_low_watermark: Option<f64>,
+    /// Allocation runs for each (policy, size); empty = one plain shared
+    /// cache without windows.
+    pub allocations: Vec<AllocationSpec>,
+}
+
+/// One replay of a sweep: a cache, and the allocation driving it.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// The cache.
+    pub config: CacheConfig,
+    /// Windows and shares, if any.
+    pub allocation: Option<AllocationSpec>,
 }
 
 impl SweepSpec {
+    /// Every job: policy x size x allocation, validated.
+    pub fn jobs(&self, expected_items: usize) -> Result<Vec<Job>, ConfigError> {
+        let allocations: Vec<Option<AllocationSpec>> = if self.allocations.is_empty() {
+            vec![None]
+        } else {
+            self.allocations.iter().copied().map(Some).collect()
+        };
+        let mut jobs = Vec::new();
+        for config in self.configs(expected_items)? {
+            for allocation in &allocations {
+                let mut config = config.clone();
+                if let Some(spec) = allocation {
+                    spec.configure(&mut config);
+                    config.validate().map_err(|e| {
+                        ConfigError(format!("allocation {} at cache size {} B: {e}", spec.label(), config.capacity_bytes))
+                    })?;
+                }
+                jobs.push(Job { config, allocation: *allocation });
+            }
+        }
+        Ok(jobs)
+    }
+
     /// The engine configuration of one (policy, size) job, validated.
     pub fn configs(&self, expected_items: usize) -> Result<Vec<CacheConfig>, ConfigError> {
         let mut configs = Vec::new();
@@ -47,6 +83,7 @@ impl SweepSpec {
                     dirty_low_watermark: self.dirty_low_watermark,
                     record_actions: false,
                     expected_items,
+                    ..CacheConfig::default()
                 };
                 config.validate()?;
                 configs.push(config);
@@ -71,6 +108,15 @@ pub struct VolumeResult {
     pub cached_items_at_end: u64,
     /// Dirty blocks of this volume cached at the end (not flushed).
     pub dirty_blocks_at_end: u64,
+    /// Time-weighted mean of this volume's share (the whole cache without
+    /// allocation).
+    pub mean_allocated_bytes: f64,
+    /// Largest share this volume had.
+    pub peak_allocated_bytes: u64,
+    /// Mean bytes this volume had cached.
+    pub mean_occupied_bytes: f64,
+    /// Per-window series (empty without allocation).
+    pub windows: Vec<WindowPoint>,
 }
 
 /// The outcome of replaying the trace through one cache.
@@ -86,6 +132,31 @@ pub struct SimResult {
     pub block_size: u64,
     /// Cache size in bytes.
     pub cache_size_bytes: u64,
+    /// Allocation method ("none": one shared cache, no windows unless asked).
+    pub allocation: String,
+    /// N of RWS_N (rwss only).
+    pub rws_n: Option<u32>,
+    /// Window length in seconds, when windows ran.
+    pub window_seconds: Option<f64>,
+    /// Demand predictor, when shares follow demand.
+    pub predictor: Option<String>,
+    /// Staging kind and memory (rwss only).
+    pub staging: Option<String>,
+    /// Staging memory of the whole cache, bytes (rwss only).
+    pub staging_bytes: Option<u64>,
+    /// Spare-capacity policy and enforcement, when shares are enforced.
+    pub spare: Option<String>,
+    /// "gradual" or "strict", when shares are enforced.
+    pub enforcement: Option<String>,
+    /// Time-weighted mean of the allocated cache (sum of shares; the whole
+    /// cache without allocation).
+    pub mean_allocated_bytes: f64,
+    /// Largest sum of shares of any window.
+    pub peak_allocated_bytes: u64,
+    /// Mean cached bytes.
+    pub mean_occupied_bytes: f64,
+    /// Mean staging memory in use (staging areas; LARC's ghost).
+    pub mean_staging_bytes: f64,
     /// Whole-cache counters.
     #[serde(flatten)]
     pub counters: Counters,
@@ -102,31 +173,77 @@ pub struct SimResult {
     pub volumes: Vec<VolumeResult>,
 }
 
+impl SimResult {
+    /// How the result is named in tables and charts: the policy, with the
+    /// allocation method when there is one ("lru", "rwss1", "wss").
+    pub fn label(&self) -> String {
+        if self.allocation == "none" && self.window_seconds.is_none() {
+            self.policy.clone()
+        } else if self.allocation == "none" {
+            format!("{}/none", self.policy)
+        } else {
+            self.allocation.clone()
+        }
+    }
+}
+
 /// Replay `trace` through one cache and collect its result.
 pub fn replay_one(trace: &LoadedTrace, config: CacheConfig, progress: &dyn Fn(u64)) -> SimResult {
-    let mut cache = Cache::new(config.clone()).expect("configuration validated by SweepSpec::configs");
+    replay_job(trace, Job { config, allocation: None }, progress)
+}
+
+/// Replay `trace` as `job` says and collect its result.
+pub fn replay_job(trace: &LoadedTrace, job: Job, progress: &dyn Fn(u64)) -> SimResult {
+    let Job { config, allocation } = job;
+    let mut cache = Cache::new(config.clone()).expect("configuration validated by SweepSpec::jobs");
+    let unit = if config.mode == Mode::Block { config.block_size } else { 1 };
     let started = Instant::now();
-    for chunk in trace.requests.chunks(PROGRESS_EVERY) {
-        for r in chunk {
-            cache.handle(r.volume, r.op, r.offset, r.len);
-        }
-        progress(chunk.len() as u64);
-    }
+    let outcome = match &allocation {
+        Some(spec) => replay_with_allocation(trace, &mut cache, spec, progress),
+        None => replay_plain(trace, &mut cache, unit, progress),
+    };
     let replay_seconds = started.elapsed().as_secs_f64();
     let counters = cache.counters();
+    let mut outcome_volumes = outcome.volumes.into_iter();
     let volumes = cache
         .volumes()
         .iter()
         .enumerate()
-        .map(|(id, state)| VolumeResult {
-            name: trace.volume_name(id),
-            counters: state.counters,
-            ratios: state.counters.ratios(),
-            cached_items_at_end: state.cached_items,
-            dirty_blocks_at_end: state.dirty_blocks,
+        .map(|(id, state)| {
+            let a = outcome_volumes.next().unwrap_or_default();
+            VolumeResult {
+                name: trace.volume_name(id),
+                counters: state.counters,
+                ratios: state.counters.ratios(),
+                cached_items_at_end: state.cached_items,
+                dirty_blocks_at_end: state.dirty_blocks,
+                mean_allocated_bytes: a.mean_allocated_bytes,
+                peak_allocated_bytes: a.peak_allocated_bytes,
+                mean_occupied_bytes: a.mean_occupied_bytes,
+                windows: a.windows,
+            }
         })
         .collect();
+    let spec = allocation.as_ref();
+    let enforced = spec.filter(|s| s.method != AllocationMethod::None);
+    let follows = spec.filter(|s| !matches!(s.method, AllocationMethod::None | AllocationMethod::Static));
+    let rwss = spec.filter(|s| s.method == AllocationMethod::Rwss);
     SimResult {
+        allocation: spec.map_or_else(|| "none".to_owned(), AllocationSpec::label),
+        rws_n: rwss.map(|s| s.rws_n),
+        window_seconds: spec.map(|s| s.window_ns as f64 / 1e9),
+        predictor: follows.map(|s| {
+            let filter = if s.outlier_filter { "+filter" } else { "" };
+            format!("{}{filter}", s.predictor.name())
+        }),
+        staging: rwss.map(|s| s.staging.name().to_owned()),
+        staging_bytes: rwss.map(|s| s.staging_bytes),
+        spare: enforced.map(|s| s.spare.name().to_owned()),
+        enforcement: enforced.map(|s| s.enforcement.name().to_owned()),
+        mean_allocated_bytes: outcome.mean_allocated_bytes,
+        peak_allocated_bytes: outcome.peak_allocated_bytes,
+        mean_occupied_bytes: outcome.mean_occupied_bytes,
+        mean_staging_bytes: outcome.mean_staging_bytes,
         policy: config.policy.name().to_owned(),
         mode: config.mode.name().to_owned(),
         write_policy: match config.mode {
@@ -144,6 +261,48 @@ pub fn replay_one(trace: &LoadedTrace, config: CacheConfig, progress: &dyn Fn(u6
     }
 }
 
+/// Replay without windows, sampling occupancy at evenly spaced requests.
+fn replay_plain(
+    trace: &LoadedTrace,
+    cache: &mut Cache,
+    unit: u64,
+    progress: &dyn Fn(u64),
+) -> crate::allocation::AllocationOutcome {
+    let volumes = trace.volume_names.len();
+    let mut occupied_sum = 0.0;
+    let mut volume_occupied_sum = vec![0.0; volumes];
+    let mut samples = 0u64;
+    let chunk = trace.requests.len().div_ceil(OCCUPANCY_SAMPLES).max(1);
+    for requests in trace.requests.chunks(chunk) {
+        for r in requests {
+            cache.handle(r.volume, r.op, r.offset, r.len);
+        }
+        progress(requests.len() as u64);
+        samples += 1;
+        occupied_sum += (cache.used_weight() * unit) as f64;
+        for (v, sum) in volume_occupied_sum.iter_mut().enumerate() {
+            *sum += (cache.volumes().get(v).map_or(0, |s| s.cached_weight) * unit) as f64;
+        }
+    }
+    let samples = samples.max(1) as f64;
+    let capacity = cache.capacity_weight() * unit;
+    crate::allocation::AllocationOutcome {
+        mean_allocated_bytes: capacity as f64,
+        peak_allocated_bytes: capacity,
+        mean_occupied_bytes: occupied_sum / samples,
+        mean_staging_bytes: 0.0,
+        volumes: volume_occupied_sum
+            .into_iter()
+            .map(|sum| crate::allocation::VolumeAllocation {
+                mean_allocated_bytes: capacity as f64,
+                peak_allocated_bytes: capacity,
+                mean_occupied_bytes: sum / samples,
+                windows: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
 /// Replay every configuration of `spec`, in parallel over the rayon pool,
 /// reporting requests replayed (summed over jobs) to `progress`. Results come
 /// back in the order of [`SweepSpec::configs`].
@@ -158,6 +317,6 @@ pub fn run_sweep(
         Mode::Block => trace.block_accesses(spec.block_size),
         Mode::Object => trace.requests.len() as u64,
     };
-    let configs = spec.configs(expected_items.min(1 << 28) as usize)?;
-    Ok(configs.into_par_iter().map(|config| replay_one(trace, config, progress)).collect())
+    let jobs = spec.jobs(expected_items.min(1 << 28) as usize)?;
+    Ok(jobs.into_par_iter().map(|job| replay_job(trace, job, progress)).collect())
 }

@@ -97,7 +97,7 @@ impl SimReport {
         }
         let _ = writeln!(
             out,
-            "{:<8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12} {:>10}",
+            "{:<10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12} {:>10}",
             "policy",
             "cache",
             "req hit",
@@ -113,8 +113,8 @@ impl SimReport {
             let pct = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{:.2}", v * 100.0));
             let _ = writeln!(
                 out,
-                "{:<8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12} {:>10}",
-                r.policy,
+                "{:<10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12} {:>10}",
+                r.label(),
                 human_bytes(r.cache_size_bytes),
                 pct(r.ratios.request_hit_ratio),
                 pct(r.ratios.block_hit_ratio),
@@ -126,7 +126,39 @@ impl SimReport {
                 r.dirty_blocks_at_end,
             );
         }
+        if self.results.iter().any(|r| r.window_seconds.is_some()) {
+            self.render_allocation(&mut out);
+        }
         out
+    }
+
+    /// The allocation table: what each method gave and used.
+    fn render_allocation(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "\non-demand allocation (cache sizes in bytes as averages over time; flash wr = blocks written / blocks accessed)\n"
+        );
+        let _ = writeln!(
+            out,
+            "{:<10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>9} {:>10}",
+            "allocation", "cache", "blk hit", "read hit", "mean alloc", "peak alloc", "mean used", "flash wr", "staging"
+        );
+        for r in &self.results {
+            let pct = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{:.2}", v * 100.0));
+            let _ = writeln!(
+                out,
+                "{:<10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>9} {:>10}",
+                r.allocation,
+                human_bytes(r.cache_size_bytes),
+                pct(r.ratios.block_hit_ratio),
+                pct(r.ratios.read_block_hit_ratio),
+                human_bytes(r.mean_allocated_bytes.round() as u64),
+                human_bytes(r.peak_allocated_bytes),
+                human_bytes(r.mean_occupied_bytes.round() as u64),
+                pct(r.ratios.flash_write_ratio),
+                human_bytes(r.mean_staging_bytes.round() as u64),
+            );
+        }
     }
 }
 

@@ -160,6 +160,29 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// A duration for messages: "2h", "1.50h", "90s", "1us".
+pub fn show_duration(ns: u64) -> String {
+    const UNITS: [(&str, u64); 7] = [
+        ("d", 86_400 * NS_PER_SEC),
+        ("h", 3_600 * NS_PER_SEC),
+        ("min", 60 * NS_PER_SEC),
+        ("s", NS_PER_SEC),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+        ("ns", 1),
+    ];
+    for (name, size) in UNITS {
+        if ns >= size {
+            return if ns % size == 0 {
+                format!("{}{name}", ns / size)
+            } else {
+                format!("{:.2}{name}", ns as f64 / size as f64)
+            };
+        }
+    }
+    "0s".to_owned()
+}
+
 /// A byte count for messages: "16 GiB", "1.5 MiB", "4096 B".
 pub fn show_bytes(b: u64) -> String {
     const UNITS: [(&str, u64); 5] =
