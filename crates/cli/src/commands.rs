@@ -28,7 +28,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Replay traces through caches of several sizes and policies.
-    Sim(SimArgs),
+    Sim(Box<SimArgs>),
     /// Inspect, convert and generate traces.
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -332,7 +332,7 @@ fn parse_rws_n(s: &str) -> Result<u32, String> {
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Sim(args) => sim(args),
+        Command::Sim(args) => sim(*args),
         Command::Trace(TraceCommand::Info(args)) => info(args),
         Command::Trace(TraceCommand::Convert(args)) => convert(args),
         Command::Trace(TraceCommand::Generate(args)) => generate(args),

@@ -287,3 +287,85 @@ fn an_impossible_request_length_is_an_error_not_a_hang() {
         "{err}"
     );
 }
+
+fn trace_data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../trace/tests/data").join(name).to_str().unwrap().to_owned()
+}
+
+#[test]
+fn allocation_runs_every_method_and_writes_window_series() {
+    let Some(trace) = sample_trace() else { return };
+    let dir = temp_dir("allocation");
+    let out_json = dir.join("alloc.json");
+    let out_html = dir.join("alloc.html");
+    let out = cloudcache(&[
+        "sim",
+        trace.to_str().unwrap(),
+        "--cache-size",
+        "64MiB",
+        "--allocation",
+        "none,static,wss,rwss,hec,larc",
+        "--rws-n",
+        "1,2",
+        "--window",
+        "10min",
+        "--spare",
+        "idle",
+        "--enforcement",
+        "strict",
+        "--json",
+        out_json.to_str().unwrap(),
+        "--html",
+        out_html.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = json(&out_json);
+    let results = doc["results"].as_array().unwrap();
+    let labels: Vec<&str> = results.iter().map(|r| r["allocation"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["none", "static", "wss", "rwss1", "rwss2", "hec", "larc"]);
+    for r in results {
+        for field in
+            ["mean_allocated_bytes", "peak_allocated_bytes", "mean_occupied_bytes", "flash_write_ratio"]
+        {
+            assert!(r[field].is_number(), "{field} missing in {}", r["allocation"]);
+        }
+        let volume = &r["volumes"][0];
+        assert!(volume["mean_allocated_bytes"].is_number());
+        let windows = volume["windows"].as_array().unwrap();
+        // About two hours in 10-minute windows, the last one partial.
+        let span = doc["trace"]["duration_ns"].as_u64().unwrap();
+        assert_eq!(windows.len() as u64, span / 600_000_000_000 + 1, "{}", r["allocation"]);
+        assert!(windows[1]["observed_demand_bytes"].is_number());
+    }
+    // RWSS_1 writes far less to flash than WSS on this trace.
+    let ratio = |label: &str| {
+        results.iter().find(|r| r["allocation"] == label).unwrap()["flash_write_ratio"].as_f64().unwrap()
+    };
+    assert!(ratio("rwss1") < ratio("wss") / 2.0, "{} vs {}", ratio("rwss1"), ratio("wss"));
+    let html = std::fs::read_to_string(&out_html).unwrap();
+    assert!(html.contains("Demand and allocation"));
+}
+
+#[test]
+fn allocation_bad_input_is_named() {
+    let msr = trace_data("msr.csv");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sim", msr.as_str(), "--quiet", "--cache-size", "1MiB"];
+        args.extend_from_slice(extra);
+        let out = cloudcache(&args);
+        assert!(!out.status.success(), "{extra:?} should fail");
+        stderr(&out)
+    };
+    assert!(run(&["--allocation", "rwss", "--rws-n", "-1"]).contains("0 or more"));
+    assert!(run(&["--allocation", "rwss", "--window", "1ns"]).contains("time resolution"));
+    assert!(run(&["--allocation", "rwss", "--staging-size", "2MiB"]).contains("larger than the cache"));
+    assert!(run(&["--allocation", "rwss", "--policy", "arc"]).contains("cannot be partitioned"));
+    assert!(run(&["--allocation", "bogus"]).contains("unknown allocation"));
+    assert!(run(&["--allocation", "wss", "--window", "0s"]).contains("zero"));
+    // fio v2 logs carry no timestamps: time windows cannot work.
+    let fio = trace_data("fio_v2.log");
+    let out = cloudcache(&["sim", &fio, "--quiet", "--allocation", "rwss", "--cache-size", "1MiB"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no timestamps"), "{}", stderr(&out));
+}

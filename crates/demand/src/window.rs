@@ -110,10 +110,8 @@ impl DemandTracker {
 
     /// End the window: return its demand and start an empty one.
     pub fn end_window(&mut self) -> WindowDemand {
-        let finished = WindowDemand {
-            working_set_blocks: self.working_set_blocks(),
-            demand_blocks: self.demand_blocks,
-        };
+        let finished =
+            WindowDemand { working_set_blocks: self.working_set_blocks(), demand_blocks: self.demand_blocks };
         // Keep the table's memory for the next window unless this one was a
         // burst far above the usual (a backup), so one burst does not pin
         // its memory for the rest of the run.

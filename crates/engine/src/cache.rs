@@ -217,11 +217,8 @@ impl Cache {
             let share = blocks.get(v).copied().unwrap_or(0);
             match admission {
                 VolumeAdmission::Staging(area) => {
-                    let budget = if total_share == 0 {
-                        0
-                    } else {
-                        (staging_total as u128 * share as u128 / total_share) as u64
-                    };
+                    let budget =
+                        (staging_total as u128 * share as u128).checked_div(total_share).unwrap_or(0) as u64;
                     area.set_budget(budget);
                 }
                 VolumeAdmission::Larc(larc) => larc.set_cache_blocks(share),
@@ -296,7 +293,11 @@ impl Cache {
         if self.config.admission != Admission::Always {
             while self.admission.len() < count {
                 let share = self.share_of(self.admission.len() as VolumeId);
-                self.admission.push(VolumeAdmission::new(self.config.admission, self.config.block_size, share));
+                self.admission.push(VolumeAdmission::new(
+                    self.config.admission,
+                    self.config.block_size,
+                    share,
+                ));
             }
         }
     }
@@ -460,17 +461,18 @@ impl Cache {
                         slot
                     }
                     None => {
-                        let admitted = if self.admission.is_empty() || self.admission_decision(key, false).admit {
-                            if !whole_block {
-                                // The rest of the block must come from the backend
-                                // before the cache can hold a whole valid block.
-                                self.volumes[v].counters.backend_read_blocks += 1;
-                                self.record(Action::BackendRead { key });
-                            }
-                            self.admit(key, hash, 1)
-                        } else {
-                            None
-                        };
+                        let admitted =
+                            if self.admission.is_empty() || self.admission_decision(key, false).admit {
+                                if !whole_block {
+                                    // The rest of the block must come from the backend
+                                    // before the cache can hold a whole valid block.
+                                    self.volumes[v].counters.backend_read_blocks += 1;
+                                    self.record(Action::BackendRead { key });
+                                }
+                                self.admit(key, hash, 1)
+                            } else {
+                                None
+                            };
                         let Some(slot) = admitted else {
                             // Not admitted: the write goes around the cache.
                             self.volumes[v].counters.not_admitted += 1;

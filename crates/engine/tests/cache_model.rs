@@ -124,7 +124,10 @@ fn execute(model: &mut Model, req: &Req, seq: u64, actions: &[Action]) -> Result
             Action::StagedRead { key } => {
                 let v = *model.staged.get(&key).ok_or(format!("{action:?}: nothing staged"))?;
                 if !matches!(model.truth(key), Version::Unspecified) && v != model.truth(key) {
-                    return Err(format!("{action:?}: stale staged data {v:?}, expected {:?}", model.truth(key)));
+                    return Err(format!(
+                        "{action:?}: stale staged data {v:?}, expected {:?}",
+                        model.truth(key)
+                    ));
                 }
                 fetched.insert(key, v);
             }

@@ -160,7 +160,9 @@ impl AllocationSpec {
             AllocationMethod::Rwss => DemandMeasure::Rws { n: self.rws_n },
             AllocationMethod::Larc => DemandMeasure::Rws { n: 1 },
             AllocationMethod::Hec => {
-                let Admission::TouchCount { region_bytes, .. } = Admission::HEC_DEFAULT else { unreachable!() };
+                let Admission::TouchCount { region_bytes, .. } = Admission::HEC_DEFAULT else {
+                    unreachable!()
+                };
                 DemandMeasure::TouchCount { region_shift: (region_bytes / block_size).trailing_zeros() }
             }
             AllocationMethod::None | AllocationMethod::Static | AllocationMethod::Wss => {
@@ -257,7 +259,10 @@ pub fn replay_with_allocation(
         shares: Vec::new(),
         predicted: vec![None; volumes],
         counters_at_start: vec![Counters::default(); volumes],
-        outcome: AllocationOutcome { volumes: vec![VolumeAllocation::default(); volumes], ..Default::default() },
+        outcome: AllocationOutcome {
+            volumes: vec![VolumeAllocation::default(); volumes],
+            ..Default::default()
+        },
         allocated_time_sum: 0.0,
         volume_allocated_time_sum: vec![0.0; volumes],
         total_time: 0.0,

@@ -3,8 +3,8 @@
 //! tables, in one self-contained page.
 
 use cloudcache_report::{
-    format_bytes, format_count, format_duration_ns, format_percent, Align, Axis, BarChart, LineChart, Report,
-    Scale, Table, ValueFormat,
+    format_bytes, format_bytes_f64, format_count, format_duration_ns, format_percent, Align, Axis, BarChart,
+    LineChart, Report, Scale, StackedAreaChart, Table, ValueFormat,
 };
 
 use crate::replay::SimResult;
@@ -19,6 +19,7 @@ pub fn render(report: &SimReport) -> String {
         ratio_section(&mut page, report);
         io_section(&mut page, report);
         volume_section(&mut page, report);
+        allocation_section(&mut page, report);
         results_table(&mut page, report);
     }
     page.footer(format!(
@@ -62,13 +63,15 @@ fn trace_section(page: &mut Report, report: &SimReport) {
     section.key_values(facts);
 }
 
-/// Distinct policies in result order, each with its results in size order.
-fn by_policy(report: &SimReport) -> Vec<(&str, Vec<&SimResult>)> {
-    let mut groups: Vec<(&str, Vec<&SimResult>)> = Vec::new();
+/// Distinct policies (with their allocation method) in result order, each
+/// with its results in size order.
+fn by_policy(report: &SimReport) -> Vec<(String, Vec<&SimResult>)> {
+    let mut groups: Vec<(String, Vec<&SimResult>)> = Vec::new();
     for r in &report.results {
-        match groups.iter_mut().find(|(p, _)| *p == r.policy) {
+        let label = r.label();
+        match groups.iter_mut().find(|(p, _)| *p == label) {
             Some((_, rs)) => rs.push(r),
-            None => groups.push((&r.policy, vec![r])),
+            None => groups.push((label, vec![r])),
         }
     }
     for (_, rs) in &mut groups {
@@ -169,8 +172,8 @@ fn volume_section(page: &mut Report, report: &SimReport) {
         .category_title("VM")
         .y_axis(percent_axis("block hits / block accesses"));
     for r in &at_largest {
-        chart = chart
-            .series(r.policy.clone(), r.volumes.iter().map(|v| v.ratios.block_hit_ratio.unwrap_or(f64::NAN)));
+        chart =
+            chart.series(r.label(), r.volumes.iter().map(|v| v.ratios.block_hit_ratio.unwrap_or(f64::NAN)));
     }
     section.chart(&chart);
     let first = at_largest[0];
@@ -185,7 +188,7 @@ fn volume_section(page: &mut Report, report: &SimReport) {
         "backend writes",
         "cached at end",
     ])
-    .caption(format!("{} at {}", first.policy, format_bytes(largest)));
+    .caption(format!("{} at {}", first.label(), format_bytes(largest)));
     for v in &first.volumes {
         table.row([
             v.name.clone(),
@@ -206,6 +209,93 @@ fn volume_section(page: &mut Report, report: &SimReport) {
     section.table(table.align(0, Align::Left));
 }
 
+/// On-demand allocation: what each method allocated and used, demand
+/// against prediction (seed 001 figure 3.4) and each VM's share over time
+/// (figure 4.4).
+fn allocation_section(page: &mut Report, report: &SimReport) {
+    let windowed: Vec<&SimResult> = report.results.iter().filter(|r| r.window_seconds.is_some()).collect();
+    let Some(first) = windowed.first() else { return };
+    let section = page.section("Demand and allocation");
+    section.paragraph(format!(
+        "Windows of {}; the first is a warm-up with equal shares. Allocation and use are averages \
+         over time; the flash write ratio is blocks written to flash per block accessed.",
+        format_duration_ns((first.window_seconds.unwrap_or(0.0) * 1e9) as u64)
+    ));
+    let mut table = Table::new([
+        "allocation",
+        "cache",
+        "block hit",
+        "read hit",
+        "mean allocated",
+        "peak allocated",
+        "mean used",
+        "flash write ratio",
+        "staging memory",
+        "not admitted",
+    ]);
+    for r in &windowed {
+        table.row([
+            r.label(),
+            format_bytes(r.cache_size_bytes),
+            percent(r.ratios.block_hit_ratio),
+            percent(r.ratios.read_block_hit_ratio),
+            format_bytes_f64(r.mean_allocated_bytes),
+            format_bytes(r.peak_allocated_bytes),
+            format_bytes_f64(r.mean_occupied_bytes),
+            percent(r.ratios.flash_write_ratio),
+            format_bytes_f64(r.mean_staging_bytes),
+            format_count(r.counters.not_admitted),
+        ]);
+    }
+    section.table(table.align(0, Align::Left));
+    // The demand charts of RWSS if it ran, else of the first method whose
+    // shares follow demand.
+    let chosen = windowed
+        .iter()
+        .find(|r| r.rws_n.is_some())
+        .or_else(|| windowed.iter().find(|r| r.predictor.is_some()));
+    let Some(r) = chosen else { return };
+    let hours = Axis::new("trace time").format(ValueFormat::DurationNs);
+    let bytes = |title: &str| Axis::new(title).format(ValueFormat::Bytes).include_zero(true);
+    let starts: Vec<f64> = r.volumes[0].windows.iter().map(|w| w.start_seconds * 1e9).collect();
+    let sum = |f: &dyn Fn(&crate::allocation::WindowPoint) -> Option<u64>| -> Vec<(f64, f64)> {
+        (0..starts.len())
+            .filter_map(|i| {
+                let mut total = 0;
+                for v in &r.volumes {
+                    total += f(v.windows.get(i)?)?;
+                }
+                Some((starts[i], total as f64))
+            })
+            .collect()
+    };
+    section.subheading(format!(
+        "{} at {}: demand against prediction",
+        r.label(),
+        format_bytes(r.cache_size_bytes)
+    ));
+    section.chart(
+        &LineChart::new("Observed and predicted demand, all VMs")
+            .x_axis(hours.clone())
+            .y_axis(bytes("bytes"))
+            .markers(true)
+            .series("working set (WSS)", sum(&|w| Some(w.working_set_bytes)))
+            .series(format!("observed demand ({})", r.label()), sum(&|w| Some(w.observed_demand_bytes)))
+            .series("predicted demand", sum(&|w| w.predicted_demand_bytes))
+            .series("allocated", sum(&|w| Some(w.allocated_bytes))),
+    );
+    let end = r.volumes[0].windows.last().map_or(0.0, |w| (w.start_seconds + w.duration_seconds) * 1e9);
+    let mut shares = StackedAreaChart::new("Each VM's cache share over time")
+        .x_axis(hours)
+        .y_axis(bytes("allocated"))
+        .x_values(starts.iter().copied())
+        .x_end(end);
+    for v in &r.volumes {
+        shares.add_series(v.name.clone(), v.windows.iter().map(|w| w.allocated_bytes as f64));
+    }
+    section.chart(&shares);
+}
+
 fn results_table(page: &mut Report, report: &SimReport) {
     let section = page.section("All results");
     let mut table = Table::new([
@@ -224,7 +314,7 @@ fn results_table(page: &mut Report, report: &SimReport) {
     ]);
     for r in &report.results {
         table.row([
-            r.policy.clone(),
+            r.label(),
             format_bytes(r.cache_size_bytes),
             percent(r.ratios.request_hit_ratio),
             percent(r.ratios.block_hit_ratio),

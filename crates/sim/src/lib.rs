@@ -9,7 +9,7 @@ pub mod load;
 pub mod replay;
 pub mod report;
 
-pub use load::{CompactRequest, LoadedTrace, SourceInfo};
 pub use allocation::{AllocationMethod, AllocationSpec, Enforcement, WindowPoint};
+pub use load::{CompactRequest, LoadedTrace, SourceInfo};
 pub use replay::{replay_job, replay_one, run_sweep, Job, SimResult, SweepSpec, VolumeResult};
 pub mod html;

@@ -205,7 +205,11 @@ impl LoadedTrace {
         if !self.has_timestamps {
             return None;
         }
-        self.requests.windows(2).filter_map(|w| w[1].time_ns.checked_sub(w[0].time_ns)).filter(|&d| d > 0).min()
+        self.requests
+            .windows(2)
+            .filter_map(|w| w[1].time_ns.checked_sub(w[0].time_ns))
+            .filter(|&d| d > 0)
+            .min()
     }
 
     /// Earliest and latest request time, when the trace has timestamps.

@@ -59,7 +59,11 @@ impl SweepSpec {
                 if let Some(spec) = allocation {
                     spec.configure(&mut config);
                     config.validate().map_err(|e| {
-                        ConfigError(format!("allocation {} at cache size {} B: {e}", spec.label(), config.capacity_bytes))
+                        ConfigError(format!(
+                            "allocation {} at cache size {} B: {e}",
+                            spec.label(),
+                            config.capacity_bytes
+                        ))
                     })?;
                 }
                 jobs.push(Job { config, allocation: *allocation });

@@ -141,7 +141,15 @@ impl SimReport {
         let _ = writeln!(
             out,
             "{:<10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>9} {:>10}",
-            "allocation", "cache", "blk hit", "read hit", "mean alloc", "peak alloc", "mean used", "flash wr", "staging"
+            "allocation",
+            "cache",
+            "blk hit",
+            "read hit",
+            "mean alloc",
+            "peak alloc",
+            "mean used",
+            "flash wr",
+            "staging"
         );
         for r in &self.results {
             let pct = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{:.2}", v * 100.0));

@@ -301,13 +301,19 @@ mod tests {
         let mut a = area(StagingKind::Data, 2 * DATA_ENTRY);
         a.access(1, true, 3);
         assert_eq!(a.used_bytes(), DATA_ENTRY);
-        assert_eq!(a.access(1, true, 3), StagingDecision { admit: false, data_hit: true, data_staged: false });
+        assert_eq!(
+            a.access(1, true, 3),
+            StagingDecision { admit: false, data_hit: true, data_staged: false }
+        );
         a.access(2, false, 3);
         assert_eq!(a.used_bytes(), DATA_ENTRY + ADDRESS_ENTRY_BYTES);
         // A write to block 1 makes its staged data stale.
         a.access(1, false, 4);
         assert_eq!(a.used_bytes(), 2 * ADDRESS_ENTRY_BYTES);
-        assert_eq!(a.access(1, true, 5), StagingDecision { admit: false, data_hit: false, data_staged: true });
+        assert_eq!(
+            a.access(1, true, 5),
+            StagingDecision { admit: false, data_hit: false, data_staged: true }
+        );
         assert_eq!(a.access(1, true, 5), StagingDecision { admit: true, data_hit: true, data_staged: false });
     }
 
@@ -322,8 +328,14 @@ mod tests {
         assert_eq!(a.len(), 8);
         assert!(!a.holds_data(0));
         // Read again: it is back in the data partition, data attached.
-        assert_eq!(a.access(0, true, 4), StagingDecision { admit: false, data_hit: false, data_staged: true });
-        assert_eq!(a.access(0, true, 4), StagingDecision { admit: false, data_hit: true, data_staged: false });
+        assert_eq!(
+            a.access(0, true, 4),
+            StagingDecision { admit: false, data_hit: false, data_staged: true }
+        );
+        assert_eq!(
+            a.access(0, true, 4),
+            StagingDecision { admit: false, data_hit: true, data_staged: false }
+        );
         assert!(a.used_bytes() <= 8 * DATA_ENTRY);
     }
 

@@ -58,7 +58,9 @@ impl ReplacementPolicy for VolumeLru {
         if let Some(slot) = self.evict_from(incoming.volume) {
             return slot;
         }
-        let largest = (0..self.lists.len()).max_by_key(|&v| self.lists[v].len()).expect("evict called on an empty cache");
+        let largest = (0..self.lists.len())
+            .max_by_key(|&v| self.lists[v].len())
+            .expect("evict called on an empty cache");
         self.evict_from(largest as u32).expect("evict called on an empty cache")
     }
     fn reserve_slots(&mut self, slots: usize) {
