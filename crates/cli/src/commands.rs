@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use cloudcache_demand::{PredictorKind, Spare};
-use cloudcache_engine::{Mode, PolicyKind, StagingKind, WritePolicy};
+use cloudcache_engine::{CacheConfig, Mode, PolicyKind, StagingKind, WritePolicy};
 use cloudcache_sim::report::SimReport;
 use cloudcache_sim::{run_sweep, AllocationMethod, AllocationSpec, Enforcement, LoadedTrace, SweepSpec};
 use cloudcache_trace::formats::cct;
@@ -34,6 +34,9 @@ enum Command {
     Trace(TraceCommand),
     /// Replay the embedded 12-VM synthetic workload and write a report.
     Demo(DemoArgs),
+    /// Choose the RWSS window length: replay a profiling period at several
+    /// windows and take the knee of hit ratio against window length.
+    WindowProfile(Box<WindowProfileArgs>),
 }
 
 #[derive(Subcommand, Debug)]
@@ -250,6 +253,51 @@ struct SimArgs {
 }
 
 #[derive(Args, Debug)]
+struct WindowProfileArgs {
+    /// Trace files (several are merged by time, each keeping its volumes).
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
+    /// Window lengths to try, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1h,2h,4h,8h,12h,24h,48h", value_parser = parse_positive_duration)]
+    windows: Vec<u64>,
+    /// Profiling period: the first this much of the trace (default: all of it).
+    #[arg(long, value_parser = parse_positive_duration)]
+    period: Option<u64>,
+    /// Cache size.
+    #[arg(long, default_value = "1GiB", value_parser = parse_positive_size, allow_hyphen_values = true)]
+    cache_size: u64,
+    /// Cache block size (a power of two).
+    #[arg(long, default_value = "4KiB", value_parser = parse_size, allow_hyphen_values = true)]
+    block_size: u64,
+    /// N of RWS_N.
+    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = parse_rws_n)]
+    rws_n: u32,
+    /// Demand predictor: last, exp, exp-self, dexp, dexp-self.
+    #[arg(long, default_value = "exp-self", value_parser = parse_predictor)]
+    predictor: PredictorKind,
+    /// Staging: address, data or hybrid.
+    #[arg(long, default_value = "hybrid", value_parser = parse_staging)]
+    staging: StagingKind,
+    /// Staging memory (default: 256MiB, or a quarter of a smaller cache).
+    #[arg(long, value_parser = parse_positive_size, allow_hyphen_values = true)]
+    staging_size: Option<u64>,
+    /// Spare capacity: proportional or idle.
+    #[arg(long, default_value = "proportional", value_parser = parse_spare)]
+    spare: Spare,
+    /// gradual or strict share enforcement.
+    #[arg(long, default_value = "gradual", value_parser = parse_enforcement)]
+    enforcement: Enforcement,
+    /// Write the profile as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
 struct InfoArgs {
     /// Trace file.
     trace: PathBuf,
@@ -337,6 +385,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Trace(TraceCommand::Convert(args)) => convert(args),
         Command::Trace(TraceCommand::Generate(args)) => generate(args),
         Command::Demo(args) => demo(args),
+        Command::WindowProfile(args) => window_profile(*args),
     }
 }
 
@@ -380,6 +429,82 @@ fn sim(args: SimArgs) -> Result<()> {
     let report = replay(&trace, &spec, args.cache.quiet)?;
     print!("{}", report.render_text());
     write_outputs(&report, args.json.as_deref(), args.html.as_deref())
+}
+
+fn window_profile(args: WindowProfileArgs) -> Result<()> {
+    let config = CacheConfig {
+        capacity_bytes: args.cache_size,
+        block_size: args.block_size,
+        ..CacheConfig::default()
+    };
+    let spec = AllocationSpec {
+        method: AllocationMethod::Rwss,
+        rws_n: args.rws_n,
+        window_ns: args.windows[0],
+        predictor: args.predictor,
+        outlier_filter: true,
+        staging: args.staging,
+        staging_bytes: args.staging_size.unwrap_or(DEFAULT_STAGING_BYTES.min(args.cache_size / 4)),
+        spare: args.spare,
+        enforcement: args.enforcement,
+    };
+    let mut checked = config.clone();
+    spec.configure(&mut checked);
+    checked.validate()?;
+    let loading = progress::bar(None, "loading", args.quiet);
+    let trace = LoadedTrace::load(&args.traces, &args.read.options(), &|n| loading.inc(n))?;
+    loading.finish_and_clear();
+    let Some((first, last)) = trace.time_span_ns() else {
+        bail!("window profiling replays time windows, but the trace has no timestamps");
+    };
+    let period = args.period.unwrap_or(last - first + 1);
+    if let Some(resolution) = trace.time_resolution_ns() {
+        if let Some(&short) = args.windows.iter().find(|&&w| w < resolution) {
+            bail!(
+                "window {} is shorter than the trace's time resolution ({})",
+                cloudcache_trace::units::show_duration(short),
+                cloudcache_trace::units::show_duration(resolution)
+            );
+        }
+    }
+    let requests = trace.requests.iter().take_while(|r| r.time_ns < first.saturating_add(period)).count();
+    let bar = progress::bar(Some((requests * args.windows.len()) as u64), "profiling", args.quiet);
+    let profile =
+        cloudcache_sim::profile::profile_windows(&trace, &config, &spec, &args.windows, period, &|n| {
+            bar.inc(n)
+        })
+        .context("no window to profile")?;
+    bar.finish_and_clear();
+    println!(
+        "profiled {:.1} h of trace time ({} requests) with RWSS_{} allocation at {}",
+        profile.period_seconds / 3600.0,
+        profile.requests,
+        args.rws_n,
+        cloudcache_sim::report::human_bytes(args.cache_size)
+    );
+    println!("{:>10} {:>10} {:>10} {:>12} {:>10}", "window", "blk hit", "read hit", "mean alloc", "flash wr");
+    for p in &profile.points {
+        let pct = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{:.2}", v * 100.0));
+        println!(
+            "{:>10} {:>10} {:>10} {:>12} {:>10}",
+            cloudcache_trace::units::show_duration((p.window_seconds * 1e9) as u64),
+            pct(Some(p.block_hit_ratio)),
+            pct(p.read_block_hit_ratio),
+            cloudcache_sim::report::human_bytes(p.mean_allocated_bytes.round() as u64),
+            pct(p.flash_write_ratio)
+        );
+    }
+    println!(
+        "chosen window: {} ({})",
+        cloudcache_trace::units::show_duration((profile.chosen_window_seconds * 1e9) as u64),
+        profile.reason
+    );
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&profile).context("cannot encode the profile as JSON")?;
+        write_file(path, text.as_bytes())?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
 }
 
 fn load_traces(args: &SimArgs) -> Result<LoadedTrace> {

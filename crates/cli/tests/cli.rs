@@ -369,3 +369,32 @@ fn allocation_bad_input_is_named() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no timestamps"), "{}", stderr(&out));
 }
+
+#[test]
+fn window_profile_picks_one_of_the_windows() {
+    let Some(trace) = sample_trace() else { return };
+    let dir = temp_dir("profile");
+    let out_json = dir.join("profile.json");
+    let out = cloudcache(&[
+        "window-profile",
+        trace.to_str().unwrap(),
+        "--windows",
+        "40min,5min,10min,20min",
+        "--cache-size",
+        "64MiB",
+        "--json",
+        out_json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("chosen window:"));
+    let doc = json(&out_json);
+    let windows: Vec<f64> =
+        doc["points"].as_array().unwrap().iter().map(|p| p["window_seconds"].as_f64().unwrap()).collect();
+    assert_eq!(windows, [300.0, 600.0, 1200.0, 2400.0], "sorted shortest first");
+    assert!(windows.contains(&doc["chosen_window_seconds"].as_f64().unwrap()));
+    assert!(["knee", "flat", "no-knee"].contains(&doc["reason"].as_str().unwrap()));
+    let fio = trace_data("fio_v2.log");
+    let out = cloudcache(&["window-profile", &fio, "--quiet", "--cache-size", "1MiB"]);
+    assert!(stderr(&out).contains("no timestamps"), "{}", stderr(&out));
+}

@@ -6,6 +6,7 @@
 
 pub mod allocation;
 pub mod load;
+pub mod profile;
 pub mod replay;
 pub mod report;
 

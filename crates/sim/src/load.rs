@@ -182,6 +182,16 @@ impl LoadedTrace {
         self.sources.extend(other.sources);
     }
 
+    /// The same trace description with no requests (to build a subset).
+    pub fn clone_without_requests(&self) -> LoadedTrace {
+        LoadedTrace {
+            requests: Vec::new(),
+            volume_names: self.volume_names.clone(),
+            has_timestamps: self.has_timestamps,
+            sources: self.sources.clone(),
+        }
+    }
+
     /// Name of volume `id`.
     pub fn volume_name(&self, id: usize) -> String {
         self.volume_names.get(id).cloned().unwrap_or_else(|| id.to_string())
