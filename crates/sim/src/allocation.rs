@@ -226,6 +226,9 @@ pub struct VolumeAllocation {
 pub struct AllocationOutcome {
     /// Time-weighted mean of the shares' sum.
     pub mean_allocated_bytes: f64,
+    /// The same after the warm-up window (equal shares of the whole cache
+    /// weigh heavily on short traces); the whole mean if there is no later window.
+    pub mean_allocated_after_warmup_bytes: f64,
     /// Largest sum of shares of any window.
     pub peak_allocated_bytes: u64,
     /// Mean cached bytes.
@@ -266,6 +269,9 @@ pub fn replay_with_allocation(
         allocated_time_sum: 0.0,
         volume_allocated_time_sum: vec![0.0; volumes],
         total_time: 0.0,
+        windows_closed: 0,
+        after_warmup_allocated_time_sum: 0.0,
+        after_warmup_time: 0.0,
         occupancy_samples: 0,
         occupied_sum: 0.0,
         staging_sum: 0.0,
@@ -328,6 +334,9 @@ struct WindowedRun {
     allocated_time_sum: f64,
     volume_allocated_time_sum: Vec<f64>,
     total_time: f64,
+    windows_closed: u64,
+    after_warmup_allocated_time_sum: f64,
+    after_warmup_time: f64,
     occupancy_samples: u64,
     occupied_sum: f64,
     staging_sum: f64,
@@ -362,6 +371,11 @@ impl WindowedRun {
         self.allocated_time_sum += (whole_allocation * bs) as f64 * seconds;
         self.outcome.peak_allocated_bytes = self.outcome.peak_allocated_bytes.max(whole_allocation * bs);
         self.total_time += seconds;
+        if self.windows_closed > 0 {
+            self.after_warmup_allocated_time_sum += (whole_allocation * bs) as f64 * seconds;
+            self.after_warmup_time += seconds;
+        }
+        self.windows_closed += 1;
         let mut demands = Vec::with_capacity(self.trackers.len());
         for v in 0..self.trackers.len() {
             let demand = self.trackers[v].end_window();
@@ -405,6 +419,11 @@ impl WindowedRun {
         let time = self.total_time.max(f64::MIN_POSITIVE);
         let samples = self.occupancy_samples.max(1) as f64;
         self.outcome.mean_allocated_bytes = self.allocated_time_sum / time;
+        self.outcome.mean_allocated_after_warmup_bytes = if self.after_warmup_time > 0.0 {
+            self.after_warmup_allocated_time_sum / self.after_warmup_time
+        } else {
+            self.outcome.mean_allocated_bytes
+        };
         self.outcome.mean_occupied_bytes = self.occupied_sum / samples;
         self.outcome.mean_staging_bytes = self.staging_sum / samples;
         for (v, volume) in self.outcome.volumes.iter_mut().enumerate() {

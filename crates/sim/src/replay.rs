@@ -155,6 +155,8 @@ pub struct SimResult {
     /// Time-weighted mean of the allocated cache (sum of shares; the whole
     /// cache without allocation).
     pub mean_allocated_bytes: f64,
+    /// The same, leaving out the warm-up window.
+    pub mean_allocated_after_warmup_bytes: f64,
     /// Largest sum of shares of any window.
     pub peak_allocated_bytes: u64,
     /// Mean cached bytes.
@@ -245,6 +247,7 @@ pub fn replay_job(trace: &LoadedTrace, job: Job, progress: &dyn Fn(u64)) -> SimR
         spare: enforced.map(|s| s.spare.name().to_owned()),
         enforcement: enforced.map(|s| s.enforcement.name().to_owned()),
         mean_allocated_bytes: outcome.mean_allocated_bytes,
+        mean_allocated_after_warmup_bytes: outcome.mean_allocated_after_warmup_bytes,
         peak_allocated_bytes: outcome.peak_allocated_bytes,
         mean_occupied_bytes: outcome.mean_occupied_bytes,
         mean_staging_bytes: outcome.mean_staging_bytes,
@@ -292,6 +295,7 @@ fn replay_plain(
     let capacity = cache.capacity_weight() * unit;
     crate::allocation::AllocationOutcome {
         mean_allocated_bytes: capacity as f64,
+        mean_allocated_after_warmup_bytes: capacity as f64,
         peak_allocated_bytes: capacity,
         mean_occupied_bytes: occupied_sum / samples,
         mean_staging_bytes: 0.0,

@@ -140,12 +140,13 @@ impl SimReport {
         );
         let _ = writeln!(
             out,
-            "{:<10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>9} {:>10}",
+            "{:<10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}",
             "allocation",
             "cache",
             "blk hit",
             "read hit",
             "mean alloc",
+            "after w-up",
             "peak alloc",
             "mean used",
             "flash wr",
@@ -155,12 +156,13 @@ impl SimReport {
             let pct = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{:.2}", v * 100.0));
             let _ = writeln!(
                 out,
-                "{:<10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>9} {:>10}",
+                "{:<10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}",
                 r.allocation,
                 human_bytes(r.cache_size_bytes),
                 pct(r.ratios.block_hit_ratio),
                 pct(r.ratios.read_block_hit_ratio),
                 human_bytes(r.mean_allocated_bytes.round() as u64),
+                human_bytes(r.mean_allocated_after_warmup_bytes.round() as u64),
                 human_bytes(r.peak_allocated_bytes),
                 human_bytes(r.mean_occupied_bytes.round() as u64),
                 pct(r.ratios.flash_write_ratio),
@@ -180,6 +182,9 @@ pub fn human_bytes(bytes: u64) -> String {
     }
     if bytes >= 1 << 20 {
         return format!("{:.1}MiB", bytes as f64 / (1u64 << 20) as f64);
+    }
+    if bytes >= 1 << 10 {
+        return format!("{:.1}KiB", bytes as f64 / 1024.0);
     }
     format!("{bytes}B")
 }
