@@ -4,9 +4,11 @@
 //! summary, JSON and HTML reports. It counts; every decision is the
 //! engine's.
 
+pub mod latency;
 pub mod load;
 pub mod replay;
 pub mod report;
+pub mod timed;
 
 pub use load::{CompactRequest, LoadedTrace, SourceInfo};
 pub use replay::{replay_one, run_sweep, SimResult, SweepSpec, VolumeResult};
