@@ -13,6 +13,8 @@ use cloudcache_trace::synth::{self, SynthConfig};
 use cloudcache_trace::{Format, OpenOptions, RequestSource};
 
 use crate::progress;
+
+mod study;
 use crate::units::{parse_positive_size, parse_size};
 
 /// On-demand host-side flash caching for virtualized cloud storage:
@@ -33,6 +35,11 @@ enum Command {
     Trace(TraceCommand),
     /// Replay the embedded 12-VM synthetic workload and write a report.
     Demo(DemoArgs),
+    /// Timed replay under the device latency model: percentiles and server load.
+    Latency(study::LatencyArgs),
+    /// Seed 001's studies: write policies, restarts, cache-optimized RAID.
+    #[command(subcommand)]
+    Study(study::StudyCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -201,6 +208,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Trace(TraceCommand::Convert(args)) => convert(args),
         Command::Trace(TraceCommand::Generate(args)) => generate(args),
         Command::Demo(args) => demo(args),
+        Command::Latency(args) => study::latency(args),
+        Command::Study(command) => study::study(command),
     }
 }
 

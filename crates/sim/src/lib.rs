@@ -6,8 +6,10 @@
 
 pub mod latency;
 pub mod load;
+pub mod raid;
 pub mod replay;
 pub mod report;
+pub mod study;
 pub mod timed;
 
 pub use load::{CompactRequest, LoadedTrace, SourceInfo};

@@ -127,9 +127,25 @@ impl Plan {
         self.phases[p].push(op);
     }
 
-    /// Plan a request the cache handled: `actions` are the engine's for it.
-    pub fn from_actions(&mut self, op: Op, policy: WritePolicy, actions: &[Action], block_size: u64) {
+    /// Plan a request the cache handled: `actions` are the engine's for
+    /// request (`op`, `volume`, `offset`, `len`).
+    ///
+    /// Client data the cache forwards to the server (write-through,
+    /// write-invalidate, read-only) goes as the client wrote it, one
+    /// operation of the request's bytes, not widened to whole cache blocks.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_actions(
+        &mut self,
+        op: Op,
+        volume: VolumeId,
+        offset: u64,
+        len: u64,
+        policy: WritePolicy,
+        actions: &[Action],
+        block_size: u64,
+    ) {
         self.clear();
+        let mut forwarded = false;
         let block = |device, dir, purpose, volume, b: u64| PlannedOp {
             device,
             dir,
@@ -177,15 +193,25 @@ impl Plan {
                         block(Device::Backend, Dir::Write, Purpose::WriteBack, key.volume, key.block),
                     );
                 }
-                Action::BackendWrite { key } => {
+                Action::BackendWrite { .. } => {
                     // Write-through answers once the flash copy is stored and
                     // updates the server asynchronously (dm-cache, seed §2.5);
                     // write-invalidate and read-only wait for the server.
                     let p = if policy == WritePolicy::WriteThrough { phase::THROUGH } else { phase::STORE };
-                    self.push(
-                        p,
-                        block(Device::Backend, Dir::Write, Purpose::ClientWrite, key.volume, key.block),
-                    );
+                    if !forwarded {
+                        forwarded = true;
+                        self.push(
+                            p,
+                            PlannedOp {
+                                device: Device::Backend,
+                                dir: Dir::Write,
+                                purpose: Purpose::ClientWrite,
+                                volume,
+                                offset,
+                                len,
+                            },
+                        );
+                    }
                 }
                 Action::BackendTrim { volume, offset, len } => {
                     self.push(
@@ -265,7 +291,7 @@ mod tests {
         let mut c = cache(WritePolicy::WriteBack, 16);
         let mut plan = Plan::default();
         c.handle(0, Op::Read, 0, 3 * 4096);
-        plan.from_actions(Op::Read, WritePolicy::WriteBack, c.actions(), 4096);
+        plan.from_actions(Op::Read, 0, 0, 3 * 4096, WritePolicy::WriteBack, c.actions(), 4096);
         // Three contiguous blocks merge into one server read and one flash write.
         assert_eq!(
             plan.phase(phase::FETCH),
@@ -289,7 +315,7 @@ mod tests {
         let mut plan = Plan::default();
         c.handle(0, Op::Write, 0, 4096);
         c.handle(0, Op::Write, 8192, 4096);
-        plan.from_actions(Op::Write, WritePolicy::WriteBack, c.actions(), 4096);
+        plan.from_actions(Op::Write, 0, 8192, 4096, WritePolicy::WriteBack, c.actions(), 4096);
         assert_eq!(plan.phase(phase::VICTIM_READ)[0].device, Device::Flash);
         let wb = plan.phase(phase::VICTIM_WRITE)[0];
         assert_eq!((wb.device, wb.purpose, wb.offset), (Device::Backend, Purpose::WriteBack, 0));
@@ -301,15 +327,18 @@ mod tests {
     fn write_through_server_write_is_asynchronous_write_invalidate_is_not() {
         let mut plan = Plan::default();
         let mut c = cache(WritePolicy::WriteThrough, 4);
-        c.handle(0, Op::Write, 0, 4096);
-        plan.from_actions(Op::Write, WritePolicy::WriteThrough, c.actions(), 4096);
+        c.handle(0, Op::Write, 512, 8192);
+        plan.from_actions(Op::Write, 0, 512, 8192, WritePolicy::WriteThrough, c.actions(), 4096);
+        // Three partly written blocks, forwarded as the client's one write.
         assert_eq!(plan.phase(phase::THROUGH).len(), 1);
+        assert_eq!((plan.phase(phase::THROUGH)[0].offset, plan.phase(phase::THROUGH)[0].len), (512, 8192));
+        assert_eq!(plan.phase(phase::FETCH).len(), 2, "read-modify-write of the two partial blocks");
         assert_eq!(plan.phase(phase::STORE)[0].device, Device::Flash);
         let mut c = cache(WritePolicy::WriteInvalidate, 4);
         c.handle(0, Op::Read, 0, 4096);
         c.handle(0, Op::Write, 0, 4096);
         assert!(c.lookup(BlockKey { volume: 0, block: 0 }).is_none());
-        plan.from_actions(Op::Write, WritePolicy::WriteInvalidate, c.actions(), 4096);
+        plan.from_actions(Op::Write, 0, 0, 4096, WritePolicy::WriteInvalidate, c.actions(), 4096);
         assert_eq!(plan.phase(phase::STORE)[0].device, Device::Backend);
         assert!(plan.phase(phase::THROUGH).is_empty());
     }

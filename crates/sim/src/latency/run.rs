@@ -418,9 +418,19 @@ pub fn run_timed(
         match cache.as_mut() {
             Some(c) => {
                 let outcome = c.handle(r.volume, r.op, r.offset, r.len);
-                plan.from_actions(r.op, policy.unwrap_or(WritePolicy::WriteBack), c.actions(), block_size);
+                plan.from_actions(
+                    r.op,
+                    r.volume,
+                    r.offset,
+                    r.len,
+                    policy.unwrap_or(WritePolicy::WriteBack),
+                    c.actions(),
+                    block_size,
+                );
                 if track_written && r.op == Op::Write {
-                    for op in plan.phase(super::plan::phase::STORE) {
+                    for op in
+                        plan.phase(super::plan::phase::STORE).iter().filter(|op| op.device == Device::Flash)
+                    {
                         for b in 0..op.len / block_size {
                             let key = BlockKey { volume: op.volume, block: op.offset / block_size + b };
                             written.insert(key, n as u64);
