@@ -20,6 +20,7 @@ use cloudcache_engine::list::{Links, List};
 use cloudcache_engine::{BlockKey, ConfigError, Slot};
 use cloudcache_trace::Op;
 use hashbrown::HashMap;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::load::LoadedTrace;
@@ -421,9 +422,10 @@ pub fn raid_study(
     block_size: u64,
     layouts: &[RaidLayout],
 ) -> Result<RaidStudy, ConfigError> {
-    let mut results = Vec::new();
-    for &layout in layouts {
-        let mut cache = RaidCache::new(layout, device_bytes, block_size)?;
+    // Refuse a bad size before any replay starts.
+    RaidCache::new(RaidLayout::Raid0, device_bytes, block_size)?;
+    let results = layouts.par_iter().map(|&layout| {
+        let mut cache = RaidCache::new(layout, device_bytes, block_size).expect("size checked above");
         let mut cached_sum = 0u128;
         for r in &trace.requests {
             cache.handle(r.volume, r.op, r.offset, r.len);
@@ -437,7 +439,7 @@ pub fn raid_study(
             RaidLayout::CacheOptimized => (device_blocks, 2 * device_blocks),
         };
         let c = cache.counters;
-        results.push(RaidResult {
+        RaidResult {
             layout,
             device_bytes: device_blocks,
             capacity_min_bytes,
@@ -450,9 +452,9 @@ pub fn raid_study(
             loss_clean_blocks,
             loss_dirty_blocks,
             peak_loss_dirty_blocks: cache.peak_unprotected_dirty,
-        });
-    }
-    Ok(RaidStudy { block_size, results })
+        }
+    });
+    Ok(RaidStudy { block_size, results: results.collect() })
 }
 
 impl RaidStudy {

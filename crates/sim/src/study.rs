@@ -227,7 +227,7 @@ impl RestartStudy {
         let mut out = String::new();
         writeln!(
             out,
-            "{:<11} {:>6} {:>11} {:>12} {:>9} {:>8} {:>9} {:>9} {:>11} {:>9} {:>10}",
+            "{:<11} {:>6} {:>11} {:>16} {:>9} {:>8} {:>9} {:>9} {:>11} {:>9} {:>10}",
             "restart",
             "rhit%",
             "after rb %",
@@ -245,17 +245,17 @@ impl RestartStudy {
             let t = &r.timed;
             let after: (u64, u64) =
                 t.segments[1..].iter().fold((0, 0), |a, s| (a.0 + s.read_hits, a.1 + s.read_blocks));
-            let warmups: Vec<f64> = r.warmup_s.iter().flatten().copied().collect();
-            let warmup = if r.warmup_s.is_empty() {
-                "-".to_owned()
-            } else if warmups.len() < r.warmup_s.len() {
-                format!("{}/{} never", r.warmup_s.len() - warmups.len(), r.warmup_s.len())
-            } else {
-                format!("{:.2}", warmups.iter().sum::<f64>() / warmups.len() as f64 / 3600.0)
-            };
+            // Per reboot, hours; "-" when the hit ratio never came back
+            // before the next reboot or the end.
+            let warmup: Vec<String> = r
+                .warmup_s
+                .iter()
+                .map(|w| w.map_or("-".to_owned(), |s| format!("{:.2}", s / 3600.0)))
+                .collect();
+            let warmup = warmup.join(",");
             writeln!(
                 out,
-                "{:<11} {:>6} {:>11} {:>12} {:>9.3} {:>8.3} {:>9} {:>9} {:>11} {:>9} {:>10}",
+                "{:<11} {:>6} {:>11} {:>16} {:>9.3} {:>8.3} {:>9} {:>9} {:>11} {:>9} {:>10}",
                 t.label,
                 t.read_hit_ratio.map_or("-".into(), |h| format!("{:.1}", h * 100.0)),
                 if after.1 > 0 {
