@@ -129,8 +129,8 @@ fn restart_study_compares_warm_dirty_only_and_cold() {
     assert_eq!(r.len(), 3);
     let hit = |i: usize| r[i]["read_hit_ratio"].as_f64().unwrap();
     assert!(hit(0) > hit(1) && hit(1) > hit(2), "warm {} dirty-only {} cold {}", hit(0), hit(1), hit(2));
-    for i in 0..3 {
-        assert_eq!(r[i]["reboots"].as_array().unwrap().len(), 2);
+    for result in r {
+        assert_eq!(result["reboots"].as_array().unwrap().len(), 2);
     }
     // Cold: everything flushed, nothing kept; warm: nothing flushed.
     let reboot = &r[2]["reboots"][0];
