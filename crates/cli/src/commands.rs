@@ -16,6 +16,8 @@ use cloudcache_trace::{Format, OpenOptions, RequestSource};
 use crate::progress;
 use crate::units::{parse_duration, parse_positive_duration, parse_positive_size, parse_size};
 
+mod study;
+
 /// On-demand host-side flash caching for virtualized cloud storage:
 /// trace-driven simulation and trace tools.
 #[derive(Parser, Debug)]
@@ -37,6 +39,11 @@ enum Command {
     /// Choose the RWSS window length: replay a profiling period at several
     /// windows and take the knee of hit ratio against window length.
     WindowProfile(Box<WindowProfileArgs>),
+    /// Timed replay under the device latency model: percentiles and server load.
+    Latency(study::LatencyArgs),
+    /// Seed 001's studies: write policies, restarts, cache-optimized RAID.
+    #[command(subcommand)]
+    Study(study::StudyCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -386,6 +393,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Trace(TraceCommand::Generate(args)) => generate(args),
         Command::Demo(args) => demo(args),
         Command::WindowProfile(args) => window_profile(*args),
+        Command::Latency(args) => study::latency(args),
+        Command::Study(command) => study::study(command),
     }
 }
 

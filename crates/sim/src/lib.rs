@@ -5,10 +5,14 @@
 //! engine's.
 
 pub mod allocation;
+pub mod latency;
 pub mod load;
 pub mod profile;
+pub mod raid;
 pub mod replay;
 pub mod report;
+pub mod study;
+pub mod timed;
 
 pub use allocation::{AllocationMethod, AllocationSpec, Enforcement, WindowPoint};
 pub use load::{CompactRequest, LoadedTrace, SourceInfo};
