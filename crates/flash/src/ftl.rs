@@ -120,7 +120,8 @@ impl Ftl {
         self.sealed[unit as usize] = false;
         self.erase_count[unit as usize] += 1;
         self.stats.erasures += 1;
-        self.stats.max_unit_erasures = self.stats.max_unit_erasures.max(u64::from(self.erase_count[unit as usize]));
+        self.stats.max_unit_erasures =
+            self.stats.max_unit_erasures.max(u64::from(self.erase_count[unit as usize]));
         self.free.push_back(unit);
     }
 

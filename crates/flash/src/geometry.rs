@@ -21,12 +21,7 @@ pub struct FlashConfig {
 impl FlashConfig {
     /// The defaults of seed 002 chapter 6: 4 KiB pages, 2 MiB erase units, 7 % OP.
     pub fn new(capacity_bytes: u64) -> Self {
-        FlashConfig {
-            capacity_bytes,
-            page_bytes: 4096,
-            erase_unit_bytes: 2 << 20,
-            over_provisioning: 0.07,
-        }
+        FlashConfig { capacity_bytes, page_bytes: 4096, erase_unit_bytes: 2 << 20, over_provisioning: 0.07 }
     }
 
     /// Check the configuration and work out the device's shape.

@@ -42,7 +42,8 @@ impl FlashStats {
     /// How long the device lasts at this rate.
     pub fn endurance(&self, erase_units: u32, days: f64, pe_limit: u64) -> Endurance {
         let mean = self.erasures as f64 / f64::from(erase_units.max(1));
-        let per_day = |erasures: f64| (days > 0.0 && erasures > 0.0).then(|| pe_limit as f64 * days / erasures);
+        let per_day =
+            |erasures: f64| (days > 0.0 && erasures > 0.0).then(|| pe_limit as f64 * days / erasures);
         Endurance {
             pe_limit,
             days_levelled: per_day(mean),

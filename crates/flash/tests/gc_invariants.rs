@@ -198,16 +198,14 @@ fn container_log_ordered_by_death_time_copies_nothing() {
     // pages that die together in one unit, so cleaning finds empty units.
     let g = geometry(64, 8, 0.3);
     let mut log = ContainerLog::new(g, 2, BufferOrder::ByKey, 1 << 16).unwrap();
-    let mut next_page = 0u32;
     let mut live: std::collections::VecDeque<u32> = Default::default();
-    for _ in 0..5000 {
+    for next_page in 0..5000u32 {
         if live.len() as u32 == g.logical_pages {
             let dead = live.pop_front().unwrap();
             log.trim(dead);
         }
         log.write(next_page, u64::from(next_page));
         live.push_back(next_page);
-        next_page += 1;
     }
     assert_eq!(log.stats().copy_forward_writes, 0);
     assert!(log.stats().erasures > 0);
