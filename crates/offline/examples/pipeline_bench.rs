@@ -101,7 +101,12 @@ fn main() {
     });
     let plus = plus.unwrap();
     stage("C (containers by eviction time, CFR)", n, || {
-        fam("c", Some(&deny), Some(&plus.records), Placement::log(g, blocks, 4, BufferOrder::ByKey, true).unwrap());
+        fam(
+            "c",
+            Some(&deny),
+            Some(&plus.records),
+            Placement::log(g, blocks, 4, BufferOrder::ByKey, true).unwrap(),
+        );
     });
     stage("LRU (FTL, TRIM)", n, || {
         run_lru(&trace, flash_blocks, dram_blocks, Placement::ftl(g, blocks, true).unwrap(), &|_| {});
