@@ -44,6 +44,9 @@ enum Command {
     /// Seed 001's studies: write policies, restarts, cache-optimized RAID.
     #[command(subcommand)]
     Study(study::StudyCommand),
+    /// Offline bounds (MIN, M+, C ...) and online baselines under a flash
+    /// model: hit ratio, erasures, EPBPD, write amplification (docs/offline.md).
+    Offline(crate::offline::OfflineArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -59,7 +62,7 @@ enum TraceCommand {
 
 /// How to read trace files.
 #[derive(Args, Debug, Clone)]
-struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// Trace format (default: detect). One of: cct, vscsi, msr, fiu, systor,
     /// alibaba, tencent, blkparse, fio, csv.
     #[arg(long, value_parser = parse_format)]
@@ -73,7 +76,7 @@ struct ReadArgs {
 }
 
 impl ReadArgs {
-    fn options(&self) -> OpenOptions {
+    pub(crate) fn options(&self) -> OpenOptions {
         OpenOptions {
             format: self.format,
             skip_bad_lines: self.skip_bad_lines,
@@ -395,6 +398,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::WindowProfile(args) => window_profile(*args),
         Command::Latency(args) => study::latency(args),
         Command::Study(command) => study::study(command),
+        Command::Offline(args) => crate::offline::offline(args),
     }
 }
 
@@ -561,7 +565,7 @@ fn write_outputs(report: &SimReport, json: Option<&Path>, html: Option<&Path>) -
     Ok(())
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).with_context(|| format!("cannot create directory {}", dir.display()))?;
     }

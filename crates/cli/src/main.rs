@@ -3,6 +3,7 @@
 //! the logic lives in the crates.
 
 mod commands;
+mod offline;
 mod progress;
 mod units;
 
