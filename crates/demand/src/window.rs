@@ -5,12 +5,22 @@
 //! [`DemandMeasure`]. Its table holds only the current window's distinct
 //! blocks and is cleared (its memory kept for the next window) when the
 //! window ends, so memory is bounded by the largest single window's working
-//! set, 12 bytes per block plus the table's slack, however long the trace.
+//! set, 8 bytes per block plus the table's slack, however long the trace.
 //! The caller decides where windows begin and end (trace time in the
 //! simulator, wall time in the server).
 
-use hashbrown::{HashMap, HashSet};
+use std::hash::BuildHasher;
+
+use hashbrown::{HashSet, HashTable};
 use rustc_hash::FxBuildHasher;
+
+/// Bits of a table entry that hold the access count; the block number is
+/// above them (block numbers stay far below 2^56: 2^64 bytes / 512).
+const COUNT_BITS: u32 = 8;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+/// Largest N of RWS_N a tracker can count (the count saturates at N + 1).
+pub const MAX_REUSES: u32 = COUNT_MASK as u32 - 1;
 
 /// What a volume's demand is taken to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,9 +54,11 @@ pub struct WindowDemand {
 #[derive(Clone, Debug)]
 pub struct DemandTracker {
     measure: DemandMeasure,
-    /// Accesses of each block in this window (RWS: saturating at n + 1;
-    /// touch count: 1 once counted, 0 while its region was new).
-    accesses: HashMap<u64, u32, FxBuildHasher>,
+    /// One packed entry per block of this window: `block << 8 | count`
+    /// (RWS: accesses, saturating at n + 1; touch count: 1 once counted,
+    /// 0 while its region was new). Packing halves the table, which is
+    /// touched on every block access.
+    accesses: HashTable<u64>,
     demand_blocks: u64,
     /// Regions ever touched (touch count only: all of history, as HEC's
     /// bitmap; one entry per region, so 1/1024 of the footprint).
@@ -58,7 +70,7 @@ impl DemandTracker {
     pub fn new(measure: DemandMeasure) -> Self {
         DemandTracker {
             measure,
-            accesses: HashMap::default(),
+            accesses: HashTable::new(),
             demand_blocks: 0,
             touched_regions: HashSet::default(),
         }
@@ -74,12 +86,12 @@ impl DemandTracker {
     pub fn access(&mut self, first: u64, count: u64) {
         match self.measure {
             DemandMeasure::Rws { n } => {
-                let wanted = n.saturating_add(1);
+                let wanted = u64::from(n.min(MAX_REUSES) + 1);
                 for block in first..first.saturating_add(count) {
-                    let seen = self.accesses.entry(block).or_insert(0);
-                    if *seen < wanted {
+                    let seen = self.entry(block);
+                    if *seen & COUNT_MASK < wanted {
                         *seen += 1;
-                        if *seen == wanted {
+                        if *seen & COUNT_MASK == wanted {
                             self.demand_blocks += 1;
                         }
                     }
@@ -88,14 +100,24 @@ impl DemandTracker {
             DemandMeasure::TouchCount { region_shift } => {
                 for block in first..first.saturating_add(count) {
                     let region_was_touched = !self.touched_regions.insert(block >> region_shift);
-                    let counted = self.accesses.entry(block).or_insert(0);
-                    if *counted == 0 && region_was_touched {
-                        *counted = 1;
+                    let counted = self.entry(block);
+                    if *counted & COUNT_MASK == 0 && region_was_touched {
+                        *counted += 1;
                         self.demand_blocks += 1;
                     }
                 }
             }
         }
+    }
+
+    /// `block`'s packed entry, inserted with a zero count if new.
+    #[inline]
+    fn entry(&mut self, block: u64) -> &mut u64 {
+        let hash = FxBuildHasher.hash_one(block);
+        self.accesses
+            .entry(hash, |&e| e >> COUNT_BITS == block, |&e| FxBuildHasher.hash_one(e >> COUNT_BITS))
+            .or_insert(block << COUNT_BITS)
+            .into_mut()
     }
 
     /// Distinct blocks accessed so far in this window.
@@ -116,7 +138,7 @@ impl DemandTracker {
         // burst far above the usual (a backup), so one burst does not pin
         // its memory for the rest of the run.
         if self.accesses.capacity() > 4 * self.accesses.len().max(1 << 12) {
-            self.accesses = HashMap::default();
+            self.accesses = HashTable::new();
         } else {
             self.accesses.clear();
         }

@@ -12,7 +12,9 @@
 //! * On admission the staged data (if any) is what is written to flash: no
 //!   second backend read.
 
-use hashbrown::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
 use crate::key::Slot;
@@ -80,7 +82,9 @@ struct Entry {
 pub struct StagingArea {
     kind: StagingKind,
     entry_data_bytes: u64,
-    index: HashMap<u64, Slot, FxBuildHasher>,
+    /// Entry index of each staged block, hashed by block: 4 bytes a bucket
+    /// rather than 16, as every missed block probes it.
+    index: HashTable<Slot>,
     entries: Vec<Entry>,
     free: Vec<Slot>,
     links: Links,
@@ -101,7 +105,7 @@ impl StagingArea {
         StagingArea {
             kind,
             entry_data_bytes: block_size,
-            index: HashMap::default(),
+            index: HashTable::new(),
             entries: Vec::new(),
             free: Vec::new(),
             links: Links::default(),
@@ -145,7 +149,7 @@ impl StagingArea {
 
     /// An access to uncached `block`; admission on the `admit_on`-th access.
     pub fn access(&mut self, block: u64, is_read: bool, admit_on: u32) -> StagingDecision {
-        let Some(&at) = self.index.get(&block) else {
+        let Some(at) = self.find(block) else {
             if admit_on <= 1 {
                 return StagingDecision { admit: true, ..StagingDecision::default() };
             }
@@ -171,12 +175,12 @@ impl StagingArea {
 
     /// Whether `block`'s data is staged.
     pub fn holds_data(&self, block: u64) -> bool {
-        self.index.get(&block).is_some_and(|&at| self.entries[at as usize].has_data)
+        self.find(block).is_some_and(|at| self.entries[at as usize].has_data)
     }
 
     /// Forget `block` (it was admitted by another path, or trimmed).
     pub fn remove(&mut self, block: u64) {
-        if let Some(&at) = self.index.get(&block) {
+        if let Some(at) = self.find(block) {
             self.forget(at);
         }
     }
@@ -192,7 +196,8 @@ impl StagingArea {
             }
         };
         self.entries[at as usize] = Entry { block, accesses: 1, has_data: false };
-        self.index.insert(block, at);
+        let entries = &self.entries;
+        self.index.insert_unique(hash_block(block), at, |&i| hash_block(entries[i as usize].block));
         self.link(at, is_read && self.kind != StagingKind::Address);
         self.shrink_to_budget();
         self.holds_data(block)
@@ -232,8 +237,14 @@ impl StagingArea {
 
     fn forget(&mut self, at: Slot) {
         self.unlink(at);
-        self.index.remove(&self.entries[at as usize].block);
+        if let Ok(found) = self.index.find_entry(hash_block(self.entries[at as usize].block), |&i| i == at) {
+            found.remove();
+        }
         self.free.push(at);
+    }
+
+    fn find(&self, block: u64) -> Option<Slot> {
+        self.index.find(hash_block(block), |&i| self.entries[i as usize].block == block).copied()
     }
 
     fn entry_cost(&self, with_data: bool) -> u64 {
@@ -254,6 +265,11 @@ impl StagingArea {
             self.forget(oldest);
         }
     }
+}
+
+#[inline]
+fn hash_block(block: u64) -> u64 {
+    FxBuildHasher.hash_one(block)
 }
 
 #[cfg(test)]
