@@ -26,10 +26,12 @@ LINE = re.compile(
 
 
 def write_section(doc_path: Path, section: str) -> None:
-    """Replace this script's section of the document (or append it), leaving the others."""
+    """Replace the section of the document whose heading is `section`'s first line (or append
+    it), leaving the others."""
+    heading = section.splitlines()[0]
     text = doc_path.read_text() if doc_path.exists() else "# Benchmarks\n"
     lines = text.splitlines(keepends=True)
-    start = next((i for i, l in enumerate(lines) if l.rstrip("\n") == SECTION), None)
+    start = next((i for i, l in enumerate(lines) if l.rstrip("\n") == heading), None)
     if start is None:
         new = text.rstrip("\n") + "\n\n" + section
     else:
