@@ -11,6 +11,8 @@
 //! writes (summary.json, CSVs, SVG plots, report.html). It never simulates a
 //! cache policy: the engine does that; this crate measures the workload.
 
+pub mod characterize;
+pub mod curves;
 pub mod fenwick;
 pub mod histogram;
 pub mod mrc;

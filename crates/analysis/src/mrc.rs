@@ -123,53 +123,67 @@ impl BlockHistograms {
     }
 }
 
-/// Hits per time window of caches of given sizes (the hit ratio over time).
+/// Hits per time window at every power-of-two cache size (the hit ratio
+/// over time): each window keeps a histogram of the bit lengths of its
+/// accesses' stack distances, and a distance `d` hits a cache of `2^k`
+/// blocks exactly when its bit length is at most `k`.
 #[derive(Clone, Debug, Serialize)]
 pub struct HitTimeline {
     /// Window length (ns).
     pub window_ns: u64,
     /// Start of window 0 (ns, trace time).
     pub start_ns: u64,
-    /// Cache sizes followed.
-    pub cache_sizes_bytes: Vec<u64>,
-    /// Block accesses per window.
-    pub accesses: Vec<u64>,
-    /// `hits[w][i]`: hits in window `w` of a cache of `cache_sizes_bytes[i]`.
-    pub hits: Vec<Vec<u64>>,
+    /// Block size.
+    pub block_size: u64,
+    /// Per window: accesses by the bit length of their distance (index 65:
+    /// cold misses).
     #[serde(skip)]
-    capacities: Vec<u64>,
+    windows: Vec<[u64; 66]>,
 }
 
 impl HitTimeline {
-    /// Follow caches of `cache_sizes_bytes` (block size `block_size`) over
-    /// windows of `window_ns` from `start_ns`.
-    pub fn new(window_ns: u64, start_ns: u64, cache_sizes_bytes: Vec<u64>, block_size: u64) -> Self {
-        let capacities = cache_sizes_bytes.iter().map(|&s| s / block_size).collect();
-        HitTimeline {
-            window_ns: window_ns.max(1),
-            start_ns,
-            cache_sizes_bytes,
-            accesses: Vec::new(),
-            hits: Vec::new(),
-            capacities,
-        }
+    /// Windows of `window_ns` from `start_ns`, for `block_size` blocks.
+    pub fn new(window_ns: u64, start_ns: u64, block_size: u64) -> Self {
+        HitTimeline { window_ns: window_ns.max(1), start_ns, block_size, windows: Vec::new() }
     }
 
     #[inline]
-    fn record(&mut self, time_ns: u64, distance: Option<u32>, blocks: u64) {
+    fn record(&mut self, time_ns: u64, distance: Option<u32>) {
         let w = (time_ns.saturating_sub(self.start_ns) / self.window_ns) as usize;
-        if w >= self.accesses.len() {
-            self.accesses.resize(w + 1, 0);
-            self.hits.resize(w + 1, vec![0; self.capacities.len()]);
+        if w >= self.windows.len() {
+            self.windows.resize(w + 1, [0; 66]);
         }
-        self.accesses[w] += blocks;
-        if let Some(d) = distance {
-            for (h, &c) in self.hits[w].iter_mut().zip(&self.capacities) {
-                if u64::from(d) < c {
-                    *h += 1;
-                }
-            }
-        }
+        let bucket = match distance {
+            Some(d) => (32 - d.leading_zeros()) as usize,
+            None => 65,
+        };
+        self.windows[w][bucket] += 1;
+    }
+
+    /// Number of windows.
+    pub fn windows(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// The largest power-of-two number of blocks not above `cache_bytes`,
+    /// in bytes: the size [`HitTimeline::hit_ratios`] reports for it.
+    pub fn effective_size(&self, cache_bytes: u64) -> u64 {
+        let blocks = (cache_bytes / self.block_size).max(1);
+        (1u64 << (63 - blocks.leading_zeros())) * self.block_size
+    }
+
+    /// Block accesses and hit ratio (None in an empty window) per window of
+    /// a cache of [`HitTimeline::effective_size`]`(cache_bytes)`.
+    pub fn hit_ratios(&self, cache_bytes: u64) -> Vec<(u64, Option<f64>)> {
+        let k = (63 - (cache_bytes / self.block_size).max(1).leading_zeros()) as usize;
+        self.windows
+            .iter()
+            .map(|h| {
+                let accesses: u64 = h.iter().sum();
+                let hits: u64 = h[..=k.min(64)].iter().sum();
+                (accesses, (accesses > 0).then(|| hits as f64 / accesses as f64))
+            })
+            .collect()
     }
 }
 
@@ -237,7 +251,7 @@ impl ExactBlockMrc {
                 self.whole_hist.reads.record(d);
             }
             if let Some(t) = self.timeline.as_mut() {
-                t.record(r.time_ns, d, 1);
+                t.record(r.time_ns, d);
             }
             if let Some(vols) = self.per_volume.as_mut() {
                 let (stack, hist) = &mut vols[volume as usize];

@@ -156,6 +156,18 @@ impl ShardsSample {
         }
     }
 
+    /// Distinct blocks of `volumes` (`None`: all), estimated as the distinct
+    /// sampled blocks divided by the rate, in bytes.
+    pub fn estimated_footprint_bytes(&self, volumes: Option<&[usize]>) -> u64 {
+        let mut seen = hashbrown::HashSet::with_hasher(rustc_hash::FxBuildHasher);
+        for e in &self.events {
+            if e.op != Op::Trim && volumes.is_none_or(|set| set.contains(&(e.volume as usize))) {
+                seen.insert((e.volume, e.block));
+            }
+        }
+        ((seen.len() as f64 / self.rate).round() as u64) << self.shift
+    }
+
     /// The curve of the volumes `volumes` sharing one cache (`None`: all of
     /// them), at `sizes` bytes, with `block_size` blocks.
     pub fn curve(&self, volumes: Option<&[usize]>, sizes: &[u64], counted: Counted) -> Vec<CurvePoint> {
@@ -303,6 +315,12 @@ impl ShardsFixedSize {
             self.by_hash.pop();
             self.stack.remove(&key);
         }
+    }
+
+    /// Distinct blocks estimated from the weights of first accesses, in
+    /// bytes.
+    pub fn estimated_footprint_bytes(&self) -> u64 {
+        (self.all.cold.round() as u64) << self.shift
     }
 
     /// The curve at `sizes` bytes.

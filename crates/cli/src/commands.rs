@@ -12,6 +12,7 @@ use cloudcache_trace::formats::cct;
 use cloudcache_trace::synth::{self, SynthConfig};
 use cloudcache_trace::{Format, OpenOptions, RequestSource};
 
+use crate::analysis_commands::{self, MrcArgs};
 use crate::progress;
 use crate::units::{parse_positive_size, parse_size};
 
@@ -33,6 +34,8 @@ enum Command {
     Trace(TraceCommand),
     /// Replay the embedded 12-VM synthetic workload and write a report.
     Demo(DemoArgs),
+    /// Print (and write as JSON) the LRU miss-ratio curve of a trace, exact or sampled (SHARDS).
+    Mrc(MrcArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -48,7 +51,7 @@ enum TraceCommand {
 
 /// How to read trace files.
 #[derive(Args, Debug, Clone)]
-struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// Trace format (default: detect). One of: cct, vscsi, msr, fiu, systor,
     /// alibaba, tencent, blkparse, fio, csv.
     #[arg(long, value_parser = parse_format)]
@@ -62,7 +65,7 @@ struct ReadArgs {
 }
 
 impl ReadArgs {
-    fn options(&self) -> OpenOptions {
+    pub(crate) fn options(&self) -> OpenOptions {
         OpenOptions {
             format: self.format,
             skip_bad_lines: self.skip_bad_lines,
@@ -201,6 +204,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Trace(TraceCommand::Convert(args)) => convert(args),
         Command::Trace(TraceCommand::Generate(args)) => generate(args),
         Command::Demo(args) => demo(args),
+        Command::Mrc(args) => analysis_commands::mrc(args),
     }
 }
 
@@ -251,7 +255,7 @@ fn write_outputs(report: &SimReport, json: Option<&Path>, html: Option<&Path>) -
     Ok(())
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).with_context(|| format!("cannot create directory {}", dir.display()))?;
     }

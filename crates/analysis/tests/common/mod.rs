@@ -1,4 +1,5 @@
 //! Helpers shared by the analysis crate's integration tests.
+#![allow(dead_code)] // each test binary uses a different subset
 
 use std::path::{Path, PathBuf};
 
