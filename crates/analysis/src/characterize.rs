@@ -282,8 +282,7 @@ pub fn characterize(w: &Workload, block_size: u64) -> Characterization {
             run.1 += n;
         } else {
             if run.1 > 0 {
-                let lengths = if is_read { &mut c.run_lengths.reads } else { &mut c.run_lengths.writes };
-                lengths.add(run.1);
+                close_run(&mut c, is_read, run.1);
             }
             run.1 = n;
         }
@@ -323,18 +322,13 @@ pub fn characterize(w: &Workload, block_size: u64) -> Characterization {
     // Close the open runs.
     for (&(_, is_read), &(_, len)) in &runs {
         if len > 0 {
-            let lengths = if is_read { &mut c.run_lengths.reads } else { &mut c.run_lengths.writes };
-            lengths.add(len);
+            close_run(&mut c, is_read, len);
         }
     }
     let ones =
         |l: &Log2Counts| (l.total() > 0).then(|| l.0.get(1).copied().unwrap_or(0) as f64 / l.total() as f64);
     c.runs_of_one_block =
         ReadWrite { reads: ones(&c.run_lengths.reads), writes: ones(&c.run_lengths.writes) };
-    let longest =
-        |l: &Log2Counts| l.0.iter().rposition(|&n| n > 0).map(|k| Log2Counts::bounds(k).1).unwrap_or(0);
-    c.longest_run =
-        ReadWrite { reads: longest(&c.run_lengths.reads), writes: longest(&c.run_lengths.writes) };
     let jumps = c.jump_distances.total();
     c.sequential_fraction = (jumps > 0).then(|| sequential as f64 / jumps as f64);
     let rw_requests = c.ops.read_requests + c.ops.write_requests;
@@ -348,6 +342,17 @@ pub fn characterize(w: &Workload, block_size: u64) -> Characterization {
         c.heat_map = heat_map(w, v as u32, shift);
     }
     c
+}
+
+/// Count a finished run of `len` blocks.
+fn close_run(c: &mut Characterization, is_read: bool, len: u64) {
+    let (lengths, longest) = if is_read {
+        (&mut c.run_lengths.reads, &mut c.longest_run.reads)
+    } else {
+        (&mut c.run_lengths.writes, &mut c.longest_run.writes)
+    };
+    lengths.add(len);
+    *longest = (*longest).max(len);
 }
 
 /// Popularity from the access count of every distinct block.
@@ -460,6 +465,7 @@ mod tests {
         // Buckets: 1 -> [1], 2 -> [2,3], 3 -> [4,7].
         assert_eq!(c.run_lengths.reads.0, vec![0, 1, 1, 1]);
         assert_eq!(c.runs_of_one_block.reads, Some(1.0 / 3.0));
+        assert_eq!(c.longest_run.reads, 5);
         // Jumps: 11 -> 100 (89), 102 -> 103 (0), 104 -> 7 (97).
         assert_eq!(c.jump_distances.total(), 3);
         assert_eq!(c.sequential_fraction, Some(1.0 / 3.0));

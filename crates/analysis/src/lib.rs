@@ -11,13 +11,18 @@
 //! writes (summary.json, CSVs, SVG plots, report.html). It never simulates a
 //! cache policy: the engine does that; this crate measures the workload.
 
+pub mod analyze;
 pub mod characterize;
+pub mod content;
 pub mod curves;
 pub mod fenwick;
+pub mod heatmap_chart;
 pub mod histogram;
 pub mod mrc;
+pub mod output;
 pub mod shards;
 pub mod stack;
+pub mod working_set;
 pub mod workload;
 
 pub use mrc::{

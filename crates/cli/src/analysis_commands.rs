@@ -175,3 +175,88 @@ pub fn mrc(args: MrcArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Trace file.
+    trace: PathBuf,
+    #[command(flatten)]
+    read: ReadArgs,
+    /// Directory to write summary.json, CSVs, SVG plots and report.html into (must not hold other files).
+    #[arg(long)]
+    out: PathBuf,
+    /// Replace a previous analysis in --out.
+    #[arg(long)]
+    force: bool,
+    /// Cache block size (a power of two).
+    #[arg(long, default_value = "4KiB", value_parser = parse_size, allow_hyphen_values = true)]
+    block_size: u64,
+    /// SHARDS sampling rate in (0, 1] for the sampled curve compared with the exact one.
+    #[arg(long, default_value = "0.01", allow_hyphen_values = true)]
+    rate: f64,
+    /// Working-set window, e.g. 10min, 1h, 24h (default: the longest of 1 min .. 2 days giving 12 windows).
+    #[arg(long, value_parser = parse_window)]
+    window: Option<u64>,
+    /// N of the reuse working set RWS_N (blocks accessed at least N + 1 times in a window).
+    #[arg(long, default_value = "1")]
+    rws_n: u32,
+    /// Cache sizes whose hit ratio is followed over time (default: about 10 % and 50 % of the footprint).
+    #[arg(long, value_delimiter = ',', value_parser = parse_positive_size, allow_hyphen_values = true)]
+    cache_size: Option<Vec<u64>>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_window(s: &str) -> Result<u64, String> {
+    match cloudcache_trace::units::parse_duration(s)? {
+        0 => Err(format!("window {s:?} is zero")),
+        ns => Ok(ns),
+    }
+}
+
+pub fn analyze(args: AnalyzeArgs) -> Result<()> {
+    use cloudcache_analysis::analyze::{self, AnalyzeOptions};
+    use cloudcache_analysis::output;
+
+    if !args.block_size.is_power_of_two() {
+        bail!("--block-size {} is not a power of two", args.block_size);
+    }
+    cloudcache_analysis::check_rate(args.rate).context("--rate")?;
+    // Refuse a bad output directory before spending time on the trace.
+    output::check_output_dir(&args.out, args.force)?;
+    let w = load(&args.trace, &args.read, args.quiet)?;
+    let options = AnalyzeOptions {
+        block_size: args.block_size,
+        shards_rate: args.rate,
+        window_ns: args.window,
+        rws_n: args.rws_n,
+        timeline_sizes: args.cache_size.clone(),
+    };
+    let bar = progress::bar(Some(w.requests.len() as u64 * analyze::PASSES), "analyzing", args.quiet);
+    let analysis =
+        analyze::analyze(&w, &options, &|n| bar.inc(n)).with_context(|| args.trace.display().to_string())?;
+    bar.finish_and_clear();
+    for warning in &analysis.warnings {
+        eprintln!("warning: {}: {warning}", args.trace.display());
+    }
+    let label = args.trace.display().to_string();
+    let files = output::write_dir(&analysis, &label, &args.out, args.force)?;
+    let k = &analysis.curves;
+    println!(
+        "{label}: {} requests, {} block accesses, footprint {}",
+        format_count(analysis.requests),
+        format_count(analysis.block_accesses),
+        format_bytes(analysis.footprint_bytes)
+    );
+    if let Some(mae) = k.shards_mean_absolute_error {
+        println!("SHARDS at rate {}: mean absolute error {mae:.4} against the exact curve", k.shards_rate);
+    }
+    if let Some(ws) = &analysis.working_sets {
+        if let Some(knee) = ws.knee.knee_window_ns {
+            println!("knee-point window: {}", cloudcache_report::format_duration_ns(knee));
+        }
+    }
+    println!("wrote {} files to {} (open report.html)", files.len(), args.out.display());
+    Ok(())
+}

@@ -12,7 +12,7 @@ use cloudcache_trace::formats::cct;
 use cloudcache_trace::synth::{self, SynthConfig};
 use cloudcache_trace::{Format, OpenOptions, RequestSource};
 
-use crate::analysis_commands::{self, MrcArgs};
+use crate::analysis_commands::{self, AnalyzeArgs, MrcArgs};
 use crate::progress;
 use crate::units::{parse_positive_size, parse_size};
 
@@ -36,6 +36,8 @@ enum Command {
     Demo(DemoArgs),
     /// Print (and write as JSON) the LRU miss-ratio curve of a trace, exact or sampled (SHARDS).
     Mrc(MrcArgs),
+    /// Characterize a trace: curves, working sets, reuse, sequentiality, content; writes a report directory.
+    Analyze(AnalyzeArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -205,6 +207,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Trace(TraceCommand::Generate(args)) => generate(args),
         Command::Demo(args) => demo(args),
         Command::Mrc(args) => analysis_commands::mrc(args),
+        Command::Analyze(args) => analysis_commands::analyze(args),
     }
 }
 
