@@ -288,7 +288,7 @@ pub fn analyze(
         warnings,
         curves,
         characterization,
-        distinct_reuse: [exact.distinct_reuse_reads.clone(), exact.distinct_reuse_writes.clone()],
+        distinct_reuse: exact.distinct_reuse(),
         content,
         working_sets,
     })

@@ -195,9 +195,6 @@ pub struct ExactBlockMrc {
     whole_hist: BlockHistograms,
     per_volume: Option<Vec<(StackTracker<u64, u32>, BlockHistograms)>>,
     timeline: Option<HitTimeline>,
-    /// Reuse distances in distinct blocks, also kept per op for the
-    /// characterization (they are the same numbers).
-    distinct_reuse: [DenseHistogram; 2],
 }
 
 impl ExactBlockMrc {
@@ -211,7 +208,6 @@ impl ExactBlockMrc {
             whole_hist: BlockHistograms::default(),
             per_volume: per_volume.then(Vec::new),
             timeline: None,
-            distinct_reuse: Default::default(),
         }
     }
 
@@ -246,7 +242,6 @@ impl ExactBlockMrc {
         for block in first..=last {
             let d = self.whole.access(VolumeBlock { volume, block }, 1).map(|(above, _)| above);
             self.whole_hist.all.record(d);
-            self.distinct_reuse[usize::from(!is_read)].record(d);
             if is_read {
                 self.whole_hist.reads.record(d);
             }
@@ -294,8 +289,6 @@ impl ExactBlockMrc {
             whole: self.whole_hist,
             volumes: self.per_volume.map(|v| v.into_iter().map(|(_, h)| h).collect()).unwrap_or_default(),
             timeline: self.timeline,
-            distinct_reuse_reads: self.distinct_reuse[0].clone(),
-            distinct_reuse_writes: self.distinct_reuse[1].clone(),
         }
     }
 }
@@ -311,10 +304,6 @@ pub struct ExactMrc {
     pub volumes: Vec<BlockHistograms>,
     /// Hits over time, when asked for.
     pub timeline: Option<HitTimeline>,
-    /// Stack distances of read block accesses.
-    pub distinct_reuse_reads: DenseHistogram,
-    /// Stack distances of write block accesses.
-    pub distinct_reuse_writes: DenseHistogram,
 }
 
 impl ExactMrc {
@@ -327,6 +316,18 @@ impl ExactMrc {
     /// Volume `v`'s curve alone.
     pub fn volume_curve(&self, v: usize, sizes: &[u64], counted: Counted) -> Vec<CurvePoint> {
         self.volumes.get(v).map(|h| curve_of(h.of(counted), self.block_size, sizes)).unwrap_or_default()
+    }
+
+    /// Stack distances (distinct blocks since the previous access) of read
+    /// and of write block accesses: the reuse distance in distinct blocks.
+    pub fn distinct_reuse(&self) -> [DenseHistogram; 2] {
+        let reads = self.whole.reads.clone();
+        let mut writes = self.whole.all.clone();
+        for (w, r) in writes.counts.iter_mut().zip(&reads.counts) {
+            *w -= r;
+        }
+        writes.cold -= reads.cold;
+        [reads, writes]
     }
 
     /// Distinct blocks of the whole trace, in bytes.

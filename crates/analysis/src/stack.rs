@@ -6,8 +6,8 @@
 //! weight above key `k` in the LRU stack (the distinct keys, or their bytes,
 //! accessed since `k` was last accessed) is then the sum of the marks after
 //! `k`'s position: one prefix query. Positions are compacted when they run
-//! out, so memory stays proportional to the distinct keys (about twice their
-//! number in tree entries), not to the length of the trace.
+//! out, so memory stays proportional to the distinct keys (four to eight
+//! tree entries per key), not to the length of the trace.
 
 use std::hash::Hash;
 
@@ -16,7 +16,8 @@ use rustc_hash::FxBuildHasher;
 
 use crate::fenwick::{Fenwick, Weight};
 
-/// Smallest position space; compaction keeps at least twice the live keys.
+/// Smallest position space; compaction keeps room for at least four times
+/// the live keys, so it runs at most once per three-times-live accesses.
 const MIN_POSITIONS: usize = 1 << 12;
 
 /// Tracks the LRU stack of keys `K` whose items weigh `W` (`u32` ones for
@@ -134,7 +135,7 @@ impl<K: Hash + Eq + Copy, W: Weight> StackTracker<K, W> {
     fn compact(&mut self) {
         let mut positions: Vec<u32> = self.last.values().map(|&(pos, _)| pos).collect();
         positions.sort_unstable();
-        let size = (2 * positions.len()).next_power_of_two().max(MIN_POSITIONS);
+        let size = (4 * positions.len()).next_power_of_two().max(MIN_POSITIONS);
         assert!(size <= u32::MAX as usize, "more than 2^31 distinct keys on one LRU stack");
         let mut weights = vec![W::default(); size];
         for (pos, w) in self.last.values_mut() {
