@@ -131,20 +131,30 @@ impl<K: Hash + Eq + Copy, W: Weight> StackTracker<K, W> {
     }
 
     /// Renumber the live keys' positions to `0..live` in the same order and
-    /// size the tree to twice the live keys.
+    /// size the tree to four times the live keys. A key's new position is
+    /// the number of live positions before its old one: a counting pass over
+    /// the old position space, no sort.
     fn compact(&mut self) {
-        let mut positions: Vec<u32> = self.last.values().map(|&(pos, _)| pos).collect();
-        positions.sort_unstable();
-        let size = (4 * positions.len()).next_power_of_two().max(MIN_POSITIONS);
-        assert!(size <= u32::MAX as usize, "more than 2^31 distinct keys on one LRU stack");
+        let live = self.last.len();
+        let size = (4 * live).next_power_of_two().max(MIN_POSITIONS);
+        assert!(size <= u32::MAX as usize, "more than 2^30 distinct keys on one LRU stack");
+        let mut rank = vec![0u32; self.tree.len()];
+        for &(pos, _) in self.last.values() {
+            rank[pos as usize] = 1;
+        }
+        let mut before = 0u32;
+        for r in rank.iter_mut() {
+            let here = *r;
+            *r = before;
+            before += here;
+        }
         let mut weights = vec![W::default(); size];
         for (pos, w) in self.last.values_mut() {
-            let new = positions.binary_search(pos).expect("live position") as u32;
-            *pos = new;
-            weights[new as usize] = *w;
+            *pos = rank[*pos as usize];
+            weights[*pos as usize] = *w;
         }
         self.tree = Fenwick::from_weights(&weights);
-        self.next = positions.len() as u32;
+        self.next = live as u32;
     }
 }
 
