@@ -298,7 +298,7 @@ fn write_files(a: &Analysis, trace: &str, dir: &Path) -> Result<Vec<String>, Out
     w.file("mrc_volumes.csv", &csv)?;
     if k.volumes.len() > 1 {
         let mut busiest: Vec<&crate::analyze::VolumeCurve> = k.volumes.iter().collect();
-        busiest.sort_by(|x, y| y.block_accesses.cmp(&x.block_accesses));
+        busiest.sort_by_key(|v| std::cmp::Reverse(v.block_accesses));
         let mut chart = mrc_axes(LineChart::new("Each volume alone in its own LRU cache (busiest volumes)"));
         for v in busiest.iter().take(CHART_VOLUMES) {
             let pts: Vec<(f64, f64)> = miss_points(&v.points)
