@@ -206,7 +206,11 @@ fn analyze_writes_a_complete_directory() {
         if name.ends_with(".csv") {
             assert!(text.lines().count() >= 2, "{} has no rows", path.display());
         } else if name.ends_with(".svg") {
-            assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"), "{} is not an SVG", path.display());
+            assert!(
+                text.starts_with("<svg") && text.trim_end().ends_with("</svg>"),
+                "{} is not an SVG",
+                path.display()
+            );
         }
     }
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
