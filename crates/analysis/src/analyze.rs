@@ -22,6 +22,9 @@ const WINDOW_CHOICES_NS: [u64; 10] = {
     [MIN, 5 * MIN, 15 * MIN, 30 * MIN, 60 * MIN, 120 * MIN, 360 * MIN, 720 * MIN, 1440 * MIN, 2880 * MIN]
 };
 
+/// Sampled accesses below which the SHARDS curve gets a warning.
+const MIN_SHARDS_SAMPLE: usize = 10_000;
+
 /// Windows the default window length aims for at least.
 const MIN_WINDOWS: u64 = 12;
 
@@ -230,6 +233,14 @@ pub fn analyze(
         progress(chunk.len() as u64);
     }
     let exact: ExactMrc = exact_builder.finish();
+    if shards.sampled() < MIN_SHARDS_SAMPLE {
+        warnings.push(format!(
+            "SHARDS at rate {} sampled only {} block accesses: too few for an accurate sampled curve (compare \
+             its error with the exact curve; a higher --rate helps)",
+            opts.shards_rate,
+            shards.sampled()
+        ));
+    }
     let footprint_bytes = exact.footprint_bytes();
     let sizes = dense_sizes(footprint_bytes, opts.block_size);
     let exact_points = exact.curve(&sizes, Counted::All);
