@@ -12,6 +12,7 @@
 //! cache policy: the engine does that; this crate measures the workload.
 
 pub mod analyze;
+pub mod block_stack;
 pub mod characterize;
 pub mod content;
 pub mod curves;

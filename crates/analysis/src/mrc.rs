@@ -15,6 +15,7 @@
 use cloudcache_trace::{Op, VolumeId};
 use serde::Serialize;
 
+use crate::block_stack::BlockStack;
 use crate::histogram::{DenseHistogram, LogHistogram};
 use crate::stack::StackTracker;
 use crate::workload::WorkloadRequest;
@@ -191,9 +192,9 @@ impl HitTimeline {
 #[derive(Debug)]
 pub struct ExactBlockMrc {
     shift: u32,
-    whole: StackTracker<VolumeBlock, u32>,
+    whole: BlockStack<VolumeBlock>,
     whole_hist: BlockHistograms,
-    per_volume: Option<Vec<(StackTracker<u64, u32>, BlockHistograms)>>,
+    per_volume: Option<Vec<(BlockStack<u64>, BlockHistograms)>>,
     timeline: Option<HitTimeline>,
 }
 
@@ -204,7 +205,7 @@ impl ExactBlockMrc {
         assert!(block_size.is_power_of_two());
         ExactBlockMrc {
             shift: block_size.trailing_zeros(),
-            whole: StackTracker::new(),
+            whole: BlockStack::new(),
             whole_hist: BlockHistograms::default(),
             per_volume: per_volume.then(Vec::new),
             timeline: None,
@@ -220,7 +221,7 @@ impl ExactBlockMrc {
 
     /// Pre-size the whole-trace stack for about `distinct` blocks.
     pub fn reserve(mut self, distinct: usize) -> Self {
-        self.whole = StackTracker::with_capacity(distinct);
+        self.whole = BlockStack::with_capacity(distinct);
         self
     }
 
@@ -240,7 +241,7 @@ impl ExactBlockMrc {
             }
         }
         for block in first..=last {
-            let d = self.whole.access(VolumeBlock { volume, block }, 1).map(|(above, _)| above);
+            let d = self.whole.access(VolumeBlock { volume, block });
             self.whole_hist.all.record(d);
             if is_read {
                 self.whole_hist.reads.record(d);
@@ -250,7 +251,7 @@ impl ExactBlockMrc {
             }
             if let Some(vols) = self.per_volume.as_mut() {
                 let (stack, hist) = &mut vols[volume as usize];
-                let d = stack.access(block, 1).map(|(above, _)| above);
+                let d = stack.access(block);
                 hist.all.record(d);
                 if is_read {
                     hist.reads.record(d);

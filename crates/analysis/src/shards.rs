@@ -27,9 +27,9 @@ use std::collections::BinaryHeap;
 
 use cloudcache_trace::{Op, VolumeId};
 
+use crate::block_stack::BlockStack;
 use crate::histogram::{DenseHistogram, LogHistogram};
 use crate::mrc::{Counted, CurvePoint, VolumeBlock};
-use crate::stack::StackTracker;
 use crate::workload::WorkloadRequest;
 
 /// Resolution of fixed-size SHARDS's scaled distances (1/256 relative).
@@ -175,7 +175,7 @@ impl ShardsSample {
     /// them), at `sizes` bytes, with `block_size` blocks.
     pub fn curve(&self, volumes: Option<&[usize]>, sizes: &[u64], counted: Counted) -> Vec<CurvePoint> {
         let selected = |v: VolumeId| volumes.is_none_or(|set| set.contains(&(v as usize)));
-        let mut stack = StackTracker::<VolumeBlock, u32>::new();
+        let mut stack = BlockStack::<VolumeBlock>::new();
         let mut hist = DenseHistogram::default();
         for e in self.events.iter().filter(|e| selected(e.volume)) {
             match e.op {
@@ -190,7 +190,7 @@ impl ShardsSample {
                     }
                 }
                 op => {
-                    let d = stack.access(VolumeBlock { volume: e.volume, block: e.block }, 1).map(|(a, _)| a);
+                    let d = stack.access(VolumeBlock { volume: e.volume, block: e.block });
                     if counted == Counted::All || op == Op::Read {
                         hist.record(d);
                     }
@@ -218,7 +218,7 @@ pub struct ShardsFixedSize {
     shift: u32,
     max_samples: usize,
     threshold: u64,
-    stack: StackTracker<VolumeBlock, u32>,
+    stack: BlockStack<VolumeBlock>,
     by_hash: BinaryHeap<(u64, VolumeBlock)>,
     all: LogHistogram,
     reads: LogHistogram,
@@ -232,7 +232,7 @@ impl ShardsFixedSize {
             shift: block_size.trailing_zeros(),
             max_samples: max_samples.max(1),
             threshold: u64::MAX,
-            stack: StackTracker::with_capacity(max_samples + 1),
+            stack: BlockStack::with_capacity(max_samples + 1),
             by_hash: BinaryHeap::with_capacity(max_samples + 1),
             all: LogHistogram::new(SCALED_DISTANCE_BITS),
             reads: LogHistogram::new(SCALED_DISTANCE_BITS),
@@ -271,10 +271,10 @@ impl ShardsFixedSize {
             }
             let key = VolumeBlock { volume, block };
             let rate = self.rate();
-            let distance = self.stack.access(key, 1);
+            let distance = self.stack.access(key);
             let weight = 1.0 / rate;
             match distance {
-                Some((d, _)) => {
+                Some(d) => {
                     // Needed capacity in blocks: hit iff d / R < C.
                     let needed = (f64::from(d) / rate).floor() as u64 + 1;
                     self.all.record(needed, weight);
