@@ -105,6 +105,8 @@ pub struct VolumeCurve {
     /// Its exact curve at [`Curves::sizes`] (sizes above its footprint are
     /// all the same).
     pub points: Vec<CurvePoint>,
+    /// Its read hit ratio curve at the same sizes.
+    pub read_points: Vec<CurvePoint>,
 }
 
 /// Working sets over time.
@@ -251,6 +253,7 @@ pub fn analyze(
             block_accesses: exact.volumes[v].all.accesses(),
             footprint_bytes: exact.volumes[v].footprint_blocks() * opts.block_size,
             points: exact.volume_curve(v, &sizes, Counted::All),
+            read_points: exact.volume_curve(v, &sizes, Counted::Reads),
         })
         .collect();
     let curves = Curves {

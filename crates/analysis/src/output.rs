@@ -289,10 +289,17 @@ fn write_files(a: &Analysis, trace: &str, dir: &Path) -> Result<Vec<String>, Out
     }
 
     // Per volume.
-    let mut csv = String::from("volume,cache_size_bytes,miss_ratio\n");
+    let mut csv = String::from("volume,cache_size_bytes,miss_ratio,read_miss_ratio\n");
     for v in &k.volumes {
-        for p in &v.points {
-            let _ = writeln!(csv, "{},{},{}", csv_field(&v.name), p.cache_size_bytes, opt(p.miss_ratio));
+        for (p, r) in v.points.iter().zip(&v.read_points) {
+            let _ = writeln!(
+                csv,
+                "{},{},{},{}",
+                csv_field(&v.name),
+                p.cache_size_bytes,
+                opt(p.miss_ratio),
+                opt(r.miss_ratio)
+            );
         }
     }
     w.file("mrc_volumes.csv", &csv)?;
