@@ -43,7 +43,9 @@ fn assert_equal_at(w: &Workload, sizes: &[u64]) {
         assert_eq!(accesses, m.whole.all.accesses(), "block accesses");
         let curve_hits = (all[i].hit_ratio.unwrap() * accesses as f64).round() as u64;
         assert_eq!(curve_hits, hits, "all accesses, cache of {size} bytes");
-        let curve_read_hits = (reads[i].hit_ratio.unwrap() * read_accesses as f64).round() as u64;
+        // No reads: no read ratio.
+        assert_eq!(reads[i].hit_ratio.is_none(), read_accesses == 0);
+        let curve_read_hits = (reads[i].hit_ratio.unwrap_or(0.0) * read_accesses as f64).round() as u64;
         assert_eq!(curve_read_hits, read_hits, "reads, cache of {size} bytes");
     }
 }
@@ -119,5 +121,37 @@ fn object_mode_equals_the_engine_when_objects_have_one_size() {
         let c = cache.counters();
         let hits = (p.hit_ratio.unwrap() * c.block_accesses as f64).round() as u64;
         assert_eq!(hits, c.block_hits, "object cache of {size} bytes");
+    }
+}
+
+mod property {
+    use super::*;
+    use cloudcache_trace::Request;
+    use proptest::prelude::*;
+
+    fn request() -> impl Strategy<Value = Request> {
+        (0u32..3, any::<bool>(), 0u64..40, 0u64..4096, 1u64..3 * 4096).prop_map(
+            |(volume, read, block, skew, len)| Request {
+                time_ns: 0,
+                volume,
+                op: if read { Op::Read } else { Op::Write },
+                offset: block * 4096 + skew,
+                len,
+                content: vec![],
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Any trace without trims: the curve is the engine at every capacity.
+        #[test]
+        fn exact_lru_is_the_engine_at_every_capacity(reqs in prop::collection::vec(request(), 1..150)) {
+            let w = Workload::from_requests(&reqs);
+            let footprint = exact(&w).whole.footprint_blocks();
+            let sizes: Vec<u64> = (1..=footprint + 1).map(|b| b * 4096).collect();
+            assert_equal_at(&w, &sizes);
+        }
     }
 }
