@@ -102,6 +102,15 @@ pub fn mrc(args: MrcArgs) -> Result<()> {
     if args.method == Method::Shards {
         cloudcache_analysis::check_rate(args.rate).context("--rate")?;
     }
+    if args.mode == Granularity::Block {
+        if let Some(small) = args.sizes.iter().flatten().find(|&&s| s < args.block_size) {
+            bail!(
+                "--sizes: {} is smaller than one block ({}); a block cache holds whole blocks",
+                format_bytes(*small),
+                format_bytes(args.block_size)
+            );
+        }
+    }
     let w = load(&args.trace, &args.read, args.quiet)?;
     if w.requests.len() == 1 {
         eprintln!(

@@ -150,6 +150,8 @@ fn bad_input_gets_clear_messages() {
         assert_eq!(out.status.code(), Some(1), "rate {rate}");
         assert!(stderr(&out).contains("outside (0, 1]"), "{}", stderr(&out));
     }
+    let out = cloudcache(&["mrc", t, "--sizes", "16MiB,2KiB"]);
+    assert!(stderr(&out).contains("2 KiB is smaller than one block (4 KiB)"), "{}", stderr(&out));
     let out = cloudcache(&["analyze", t, "--rate", "2", "--out", dir.join("x").to_str().unwrap()]);
     assert!(stderr(&out).contains("outside (0, 1]"), "{}", stderr(&out));
     assert!(!dir.join("x").exists());
