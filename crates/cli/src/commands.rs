@@ -13,6 +13,7 @@ use cloudcache_trace::formats::cct;
 use cloudcache_trace::synth::{self, SynthConfig};
 use cloudcache_trace::{Format, OpenOptions, RequestSource};
 
+use crate::analysis_commands::{self, AnalyzeArgs, MrcArgs};
 use crate::progress;
 use crate::units::{parse_duration, parse_positive_duration, parse_positive_size, parse_size};
 
@@ -47,6 +48,10 @@ enum Command {
     /// Offline bounds (MIN, M+, C ...) and online baselines under a flash
     /// model: hit ratio, erasures, EPBPD, write amplification (docs/offline.md).
     Offline(crate::offline::OfflineArgs),
+    /// Print (and write as JSON) the LRU miss-ratio curve of a trace, exact or sampled (SHARDS).
+    Mrc(MrcArgs),
+    /// Characterize a trace: curves, working sets, reuse, sequentiality, content; writes a report directory.
+    Analyze(AnalyzeArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -399,6 +404,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Latency(args) => study::latency(args),
         Command::Study(command) => study::study(command),
         Command::Offline(args) => crate::offline::offline(args),
+        Command::Mrc(args) => analysis_commands::mrc(args),
+        Command::Analyze(args) => analysis_commands::analyze(args),
     }
 }
 

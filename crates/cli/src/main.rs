@@ -2,6 +2,7 @@
 //! subcommand parses its arguments, calls into a library crate, and prints;
 //! the logic lives in the crates.
 
+mod analysis_commands;
 mod commands;
 mod offline;
 mod progress;
