@@ -4,16 +4,16 @@
 //! N + 1 times in the window, i.e. reused at least N times); and the
 //! knee-point choice of the window length.
 //!
-//! This is a small stand-alone tracker with the simplest API; when the
-//! `demand` crate's per-window WS/RWS_N tracker is merged, this module
-//! should use it instead.
+//! The counting is the `demand` crate's [`DemandTracker`], the same code
+//! that drives on-demand allocation in the simulator.
 
+use std::collections::BTreeMap;
+
+use cloudcache_demand::{DemandMeasure, DemandTracker};
 use cloudcache_trace::Op;
-use hashbrown::HashMap;
-use rustc_hash::FxBuildHasher;
 use serde::Serialize;
 
-use crate::mrc::{Counted, ExactMrc, VolumeBlock};
+use crate::mrc::{Counted, ExactMrc};
 use crate::workload::Workload;
 
 /// One volume in one window.
@@ -41,35 +41,27 @@ pub fn working_sets(w: &Workload, window_ns: u64, n: u32, block_size: u64) -> Ve
     let shift = block_size.trailing_zeros();
     let window_ns = window_ns.max(1);
     let start = w.time_span_ns().map_or(0, |(a, _)| a);
-    let mut counts: HashMap<VolumeBlock, u32, FxBuildHasher> = HashMap::default();
-    let mut accesses: HashMap<u32, u64, FxBuildHasher> = HashMap::default();
+    // Per volume, in id order: its tracker and its block accesses this window.
+    let mut volumes: BTreeMap<u32, (DemandTracker, u64)> = BTreeMap::new();
     let mut rows = Vec::new();
     let mut current: Option<u64> = None;
-    let close = |window: u64,
-                 counts: &mut HashMap<VolumeBlock, u32, FxBuildHasher>,
-                 accesses: &mut HashMap<u32, u64, FxBuildHasher>,
-                 rows: &mut Vec<WindowRow>| {
-        let mut per_volume: HashMap<u32, (u64, u64), FxBuildHasher> = HashMap::default();
-        for (k, &c) in counts.iter() {
-            let e = per_volume.entry(k.volume).or_default();
-            e.0 += 1;
-            e.1 += u64::from(c > n);
-        }
-        let mut vols: Vec<_> = per_volume.into_iter().collect();
-        vols.sort_unstable_by_key(|&(v, _)| v);
-        for (volume, (wss, rws)) in vols {
-            rows.push(WindowRow {
-                window,
-                start_ns: start + window * window_ns,
-                volume,
-                accesses: accesses.get(&volume).copied().unwrap_or(0),
-                wss_blocks: wss,
-                rws_blocks: rws,
-            });
-        }
-        counts.clear();
-        accesses.clear();
-    };
+    let close =
+        |window: u64, volumes: &mut BTreeMap<u32, (DemandTracker, u64)>, rows: &mut Vec<WindowRow>| {
+            for (&volume, (tracker, accesses)) in volumes.iter_mut() {
+                let demand = tracker.end_window();
+                if *accesses > 0 {
+                    rows.push(WindowRow {
+                        window,
+                        start_ns: start + window * window_ns,
+                        volume,
+                        accesses: *accesses,
+                        wss_blocks: demand.working_set_blocks,
+                        rws_blocks: demand.demand_blocks,
+                    });
+                }
+                *accesses = 0;
+            }
+        };
     for r in &w.requests {
         if r.op == Op::Trim {
             continue;
@@ -78,18 +70,17 @@ pub fn working_sets(w: &Workload, window_ns: u64, n: u32, block_size: u64) -> Ve
         let window = (r.time_ns.saturating_sub(start) / window_ns).max(current.unwrap_or(0));
         if current != Some(window) {
             if let Some(done) = current {
-                close(done, &mut counts, &mut accesses, &mut rows);
+                close(done, &mut volumes, &mut rows);
             }
             current = Some(window);
         }
-        *accesses.entry(r.volume).or_default() += last - first + 1;
-        for block in first..=last {
-            let c = counts.entry(VolumeBlock { volume: r.volume, block }).or_default();
-            *c = c.saturating_add(1);
-        }
+        let (tracker, accesses) =
+            volumes.entry(r.volume).or_insert_with(|| (DemandTracker::new(DemandMeasure::Rws { n }), 0));
+        *accesses += last - first + 1;
+        tracker.access(first, last - first + 1);
     }
     if let Some(done) = current {
-        close(done, &mut counts, &mut accesses, &mut rows);
+        close(done, &mut volumes, &mut rows);
     }
     rows
 }
