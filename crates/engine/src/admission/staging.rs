@@ -17,8 +17,7 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
-use crate::key::Slot;
-use crate::list::{Links, List};
+use crate::key::{Slot, NO_SLOT};
 
 /// Memory to track one address (the seed's figure, pointers included).
 pub const ADDRESS_ENTRY_BYTES: u64 = 24;
@@ -71,11 +70,32 @@ pub struct StagingDecision {
     pub data_staged: bool,
 }
 
+/// One staged address with its LRU links, in one 24-byte record so that
+/// retiring the oldest entry touches as few cache lines as possible.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     block: u64,
+    /// Towards the front (newer) of its list.
+    prev: Slot,
+    /// Towards the back (older) of its list.
+    next: Slot,
     accesses: u32,
     has_data: bool,
+}
+
+/// Head and tail of one LRU list over entries.
+#[derive(Clone, Copy, Debug)]
+struct EntryList {
+    head: Slot,
+    tail: Slot,
+}
+
+impl EntryList {
+    const EMPTY: EntryList = EntryList { head: NO_SLOT, tail: NO_SLOT };
+
+    fn back(&self) -> Option<Slot> {
+        (self.tail != NO_SLOT).then_some(self.tail)
+    }
 }
 
 /// One volume's staging area.
@@ -87,11 +107,10 @@ pub struct StagingArea {
     index: HashTable<Slot>,
     entries: Vec<Entry>,
     free: Vec<Slot>,
-    links: Links,
     /// Address-only entries (the only list in address staging).
-    address_list: List,
+    address_list: EntryList,
     /// Entries holding data (and, in data staging, address-only ones too).
-    data_list: List,
+    data_list: EntryList,
     address_budget: u64,
     data_budget: u64,
     address_used: u64,
@@ -108,9 +127,8 @@ impl StagingArea {
             index: HashTable::new(),
             entries: Vec::new(),
             free: Vec::new(),
-            links: Links::default(),
-            address_list: List::new(),
-            data_list: List::new(),
+            address_list: EntryList::EMPTY,
+            data_list: EntryList::EMPTY,
             address_budget: 0,
             data_budget: 0,
             address_used: 0,
@@ -169,7 +187,8 @@ impl StagingArea {
         let wants_data = is_read && self.kind != StagingKind::Address;
         self.place(at, wants_data);
         self.shrink_to_budget();
-        let data_staged = !data_hit && self.holds_data(block);
+        // `forget` clears `has_data`, so an entry the budget just dropped reads false.
+        let data_staged = !data_hit && self.entries[at as usize].has_data;
         StagingDecision { admit: false, data_hit, data_staged }
     }
 
@@ -187,20 +206,52 @@ impl StagingArea {
 
     /// Stage a new entry; true if it holds the read's data.
     fn stage(&mut self, block: u64, is_read: bool) -> bool {
+        let fresh = Entry { block, prev: NO_SLOT, next: NO_SLOT, accesses: 1, has_data: false };
         let at = match self.free.pop() {
-            Some(at) => at,
+            Some(at) => {
+                self.entries[at as usize] = fresh;
+                at
+            }
             None => {
-                self.entries.push(Entry { block: 0, accesses: 0, has_data: false });
-                self.links.ensure_slots(self.entries.len());
+                self.entries.push(fresh);
                 (self.entries.len() - 1) as Slot
             }
         };
-        self.entries[at as usize] = Entry { block, accesses: 1, has_data: false };
         let entries = &self.entries;
         self.index.insert_unique(hash_block(block), at, |&i| hash_block(entries[i as usize].block));
         self.link(at, is_read && self.kind != StagingKind::Address);
         self.shrink_to_budget();
-        self.holds_data(block)
+        self.entries[at as usize].has_data
+    }
+
+    fn push_front(&mut self, data: bool, at: Slot) {
+        let list = if data { &mut self.data_list } else { &mut self.address_list };
+        let old_head = list.head;
+        list.head = at;
+        if old_head == NO_SLOT {
+            list.tail = at;
+        }
+        let entry = &mut self.entries[at as usize];
+        entry.prev = NO_SLOT;
+        entry.next = old_head;
+        if old_head != NO_SLOT {
+            self.entries[old_head as usize].prev = at;
+        }
+    }
+
+    fn take_out(&mut self, data: bool, at: Slot) {
+        let Entry { prev, next, .. } = self.entries[at as usize];
+        let list = if data { &mut self.data_list } else { &mut self.address_list };
+        if prev == NO_SLOT {
+            list.head = next;
+        } else {
+            self.entries[prev as usize].next = next;
+        }
+        if next == NO_SLOT {
+            list.tail = prev;
+        } else {
+            self.entries[next as usize].prev = prev;
+        }
     }
 
     /// Put entry `at` (unlinked) at the front of the list it belongs on.
@@ -208,25 +259,25 @@ impl StagingArea {
         let with_data = with_data && self.entry_cost(true) <= self.data_budget;
         self.entries[at as usize].has_data = with_data;
         let cost = self.entry_cost(with_data);
-        if with_data || self.kind == StagingKind::Data {
+        let on_data_list = with_data || self.kind == StagingKind::Data;
+        if on_data_list {
             self.data_used += cost;
-            self.links.push_front(&mut self.data_list, at);
         } else {
             self.address_used += cost;
-            self.links.push_front(&mut self.address_list, at);
         }
+        self.push_front(on_data_list, at);
     }
 
     fn unlink(&mut self, at: Slot) {
         let entry = self.entries[at as usize];
         let cost = self.entry_cost(entry.has_data);
-        if entry.has_data || self.kind == StagingKind::Data {
+        let on_data_list = entry.has_data || self.kind == StagingKind::Data;
+        if on_data_list {
             self.data_used -= cost;
-            self.links.unlink(&mut self.data_list, at);
         } else {
             self.address_used -= cost;
-            self.links.unlink(&mut self.address_list, at);
         }
+        self.take_out(on_data_list, at);
     }
 
     /// Move a staged entry to the front, with or without data.
@@ -240,6 +291,7 @@ impl StagingArea {
         if let Ok(found) = self.index.find_entry(hash_block(self.entries[at as usize].block), |&i| i == at) {
             found.remove();
         }
+        self.entries[at as usize].has_data = false;
         self.free.push(at);
     }
 
