@@ -9,8 +9,7 @@
 //! The caller decides where windows begin and end (trace time in the
 //! simulator, wall time in the server).
 
-use std::hash::BuildHasher;
-
+use cloudcache_trace::block_hash::hash_block;
 use hashbrown::{HashSet, HashTable};
 use rustc_hash::FxBuildHasher;
 
@@ -113,9 +112,9 @@ impl DemandTracker {
     /// `block`'s packed entry, inserted with a zero count if new.
     #[inline]
     fn entry(&mut self, block: u64) -> &mut u64 {
-        let hash = FxBuildHasher.hash_one(block);
+        let hash = hash_block(0, block);
         self.accesses
-            .entry(hash, |&e| e >> COUNT_BITS == block, |&e| FxBuildHasher.hash_one(e >> COUNT_BITS))
+            .entry(hash, |&e| e >> COUNT_BITS == block, |&e| hash_block(0, e >> COUNT_BITS))
             .or_insert(block << COUNT_BITS)
             .into_mut()
     }

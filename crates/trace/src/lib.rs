@@ -7,6 +7,7 @@
 //! generator. It knows nothing about caches: everything downstream consumes
 //! `Request`s.
 
+pub mod block_hash;
 pub mod error;
 pub mod format;
 pub mod formats;

@@ -12,10 +12,7 @@
 //! * On admission the staged data (if any) is what is written to flash: no
 //!   second backend read.
 
-use std::hash::BuildHasher;
-
 use hashbrown::HashTable;
-use rustc_hash::FxBuildHasher;
 
 use crate::key::{Slot, NO_SLOT};
 
@@ -319,9 +316,10 @@ impl StagingArea {
     }
 }
 
+/// Staging areas hold one volume's blocks.
 #[inline]
 fn hash_block(block: u64) -> u64 {
-    FxBuildHasher.hash_one(block)
+    cloudcache_trace::block_hash::hash_block(0, block)
 }
 
 #[cfg(test)]
