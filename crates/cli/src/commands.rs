@@ -257,7 +257,7 @@ struct SimArgs {
     allocation: AllocationArgs,
     /// Shift each trace's timestamps by this much, in trace order
     /// (comma-separated, e.g. 0,6h,12h; missing ones are 0).
-    #[arg(long, value_delimiter = ',', value_parser = parse_duration)]
+    #[arg(long, value_delimiter = ',', value_parser = parse_duration, allow_hyphen_values = true)]
     time_shift: Vec<u64>,
     /// Write the results as JSON to this file.
     #[arg(long)]

@@ -325,9 +325,14 @@ fn allocation_runs_every_method_and_writes_window_series() {
     let labels: Vec<&str> = results.iter().map(|r| r["allocation"].as_str().unwrap()).collect();
     assert_eq!(labels, ["none", "static", "wss", "rwss1", "rwss2", "hec", "larc"]);
     for r in results {
-        for field in
-            ["mean_allocated_bytes", "peak_allocated_bytes", "mean_occupied_bytes", "flash_write_ratio"]
-        {
+        for field in [
+            "mean_allocated_bytes",
+            "mean_allocated_after_warmup_bytes",
+            "peak_allocated_bytes",
+            "mean_occupied_bytes",
+            "peak_occupied_bytes",
+            "flash_write_ratio",
+        ] {
             assert!(r[field].is_number(), "{field} missing in {}", r["allocation"]);
         }
         let volume = &r["volumes"][0];
@@ -397,4 +402,34 @@ fn window_profile_picks_one_of_the_windows() {
     let fio = trace_data("fio_v2.log");
     let out = cloudcache(&["window-profile", &fio, "--quiet", "--cache-size", "1MiB"]);
     assert!(stderr(&out).contains("no timestamps"), "{}", stderr(&out));
+}
+
+#[test]
+fn time_shift_moves_each_trace_before_the_merge() {
+    let msr = trace_data("msr.csv");
+    let dir = temp_dir("shift");
+    let run = |shift: &str, name: &str| {
+        let out_json = dir.join(name);
+        let out = cloudcache(&[
+            "sim",
+            &msr,
+            &msr,
+            "--time-shift",
+            shift,
+            "--cache-size",
+            "1MiB",
+            "--quiet",
+            "--json",
+            out_json.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json(&out_json)["trace"]["duration_ns"].as_u64().unwrap()
+    };
+    let unshifted = run("0", "a.json");
+    let shifted = run("0,1h", "b.json");
+    assert_eq!(shifted, unshifted + 3_600_000_000_000);
+    let out = cloudcache(&["sim", &msr, "--time-shift", "0,1h", "--quiet"]);
+    assert!(stderr(&out).contains("2 values for 1 trace"), "{}", stderr(&out));
+    let out = cloudcache(&["sim", &msr, "--time-shift", "-1h", "--quiet"]);
+    assert!(stderr(&out).contains("negative"), "{}", stderr(&out));
 }

@@ -20,6 +20,7 @@ use cloudcache_trace::Op;
 use serde::Serialize;
 
 use crate::load::LoadedTrace;
+use crate::occupancy::OccupancySampler;
 
 /// Occupancy samples taken per window (for mean occupancy).
 pub const SAMPLES_PER_WINDOW: u64 = 16;
@@ -217,6 +218,8 @@ pub struct VolumeAllocation {
     pub peak_allocated_bytes: u64,
     /// Mean cached bytes ([`SAMPLES_PER_WINDOW`] samples per window).
     pub mean_occupied_bytes: f64,
+    /// Largest sampled cached bytes.
+    pub peak_occupied_bytes: u64,
     /// Per-window series.
     pub windows: Vec<WindowPoint>,
 }
@@ -233,6 +236,8 @@ pub struct AllocationOutcome {
     pub peak_allocated_bytes: u64,
     /// Mean cached bytes.
     pub mean_occupied_bytes: f64,
+    /// Largest sampled cached bytes.
+    pub peak_occupied_bytes: u64,
     /// Mean staging memory in use (staging areas, LARC's ghost).
     pub mean_staging_bytes: f64,
     /// Per volume, by id.
@@ -272,10 +277,7 @@ pub fn replay_with_allocation(
         windows_closed: 0,
         after_warmup_allocated_time_sum: 0.0,
         after_warmup_time: 0.0,
-        occupancy_samples: 0,
-        occupied_sum: 0.0,
-        staging_sum: 0.0,
-        volume_occupied_sum: vec![0.0; volumes],
+        occupancy: OccupancySampler::new(volumes),
     };
     equal_shares(capacity_blocks, volumes, &mut run.shares);
     if spec.method != AllocationMethod::None {
@@ -337,10 +339,7 @@ struct WindowedRun {
     windows_closed: u64,
     after_warmup_allocated_time_sum: f64,
     after_warmup_time: f64,
-    occupancy_samples: u64,
-    occupied_sum: f64,
-    staging_sum: f64,
-    volume_occupied_sum: Vec<f64>,
+    occupancy: OccupancySampler,
 }
 
 impl WindowedRun {
@@ -352,13 +351,7 @@ impl WindowedRun {
     }
 
     fn sample(&mut self, cache: &Cache) {
-        self.occupancy_samples += 1;
-        self.occupied_sum += (cache.used_weight() * self.block_size) as f64;
-        self.staging_sum += cache.staging_used_bytes() as f64;
-        for (v, sum) in self.volume_occupied_sum.iter_mut().enumerate() {
-            let cached = cache.volumes().get(v).map_or(0, |s| s.cached_weight);
-            *sum += (cached * self.block_size) as f64;
-        }
+        self.occupancy.sample(cache, self.block_size);
     }
 
     fn close_window(&mut self, cache: &mut Cache, start_ns: u64, duration_ns: u64) {
@@ -417,18 +410,19 @@ impl WindowedRun {
 
     fn finish(mut self) -> AllocationOutcome {
         let time = self.total_time.max(f64::MIN_POSITIVE);
-        let samples = self.occupancy_samples.max(1) as f64;
+        let occupancy = self.occupancy.finish();
         self.outcome.mean_allocated_bytes = self.allocated_time_sum / time;
         self.outcome.mean_allocated_after_warmup_bytes = if self.after_warmup_time > 0.0 {
             self.after_warmup_allocated_time_sum / self.after_warmup_time
         } else {
             self.outcome.mean_allocated_bytes
         };
-        self.outcome.mean_occupied_bytes = self.occupied_sum / samples;
-        self.outcome.mean_staging_bytes = self.staging_sum / samples;
+        self.outcome.mean_occupied_bytes = occupancy.mean_bytes;
+        self.outcome.peak_occupied_bytes = occupancy.peak_bytes;
+        self.outcome.mean_staging_bytes = occupancy.mean_staging_bytes;
         for (v, volume) in self.outcome.volumes.iter_mut().enumerate() {
             volume.mean_allocated_bytes = self.volume_allocated_time_sum[v] / time;
-            volume.mean_occupied_bytes = self.volume_occupied_sum[v] / samples;
+            (volume.mean_occupied_bytes, volume.peak_occupied_bytes) = occupancy.volumes[v];
         }
         self.outcome
     }

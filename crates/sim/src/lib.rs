@@ -7,6 +7,7 @@
 pub mod allocation;
 pub mod latency;
 pub mod load;
+pub mod occupancy;
 pub mod profile;
 pub mod raid;
 pub mod replay;

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::allocation::{replay_with_allocation, AllocationMethod, AllocationSpec, WindowPoint};
 use crate::load::LoadedTrace;
+use crate::occupancy::OccupancySampler;
 
 /// Occupancy samples over a replay without windows (evenly spaced by
 /// request count).
@@ -119,6 +120,8 @@ pub struct VolumeResult {
     pub peak_allocated_bytes: u64,
     /// Mean bytes this volume had cached.
     pub mean_occupied_bytes: f64,
+    /// Most bytes this volume had cached in any sample.
+    pub peak_occupied_bytes: u64,
     /// Per-window series (empty without allocation).
     pub windows: Vec<WindowPoint>,
 }
@@ -161,6 +164,8 @@ pub struct SimResult {
     pub peak_allocated_bytes: u64,
     /// Mean cached bytes.
     pub mean_occupied_bytes: f64,
+    /// Most cached bytes in any sample.
+    pub peak_occupied_bytes: u64,
     /// Mean staging memory in use (staging areas; LARC's ghost).
     pub mean_staging_bytes: f64,
     /// Whole-cache counters.
@@ -226,6 +231,7 @@ pub fn replay_job(trace: &LoadedTrace, job: Job, progress: &dyn Fn(u64)) -> SimR
                 mean_allocated_bytes: a.mean_allocated_bytes,
                 peak_allocated_bytes: a.peak_allocated_bytes,
                 mean_occupied_bytes: a.mean_occupied_bytes,
+                peak_occupied_bytes: a.peak_occupied_bytes,
                 windows: a.windows,
             }
         })
@@ -250,6 +256,7 @@ pub fn replay_job(trace: &LoadedTrace, job: Job, progress: &dyn Fn(u64)) -> SimR
         mean_allocated_after_warmup_bytes: outcome.mean_allocated_after_warmup_bytes,
         peak_allocated_bytes: outcome.peak_allocated_bytes,
         mean_occupied_bytes: outcome.mean_occupied_bytes,
+        peak_occupied_bytes: outcome.peak_occupied_bytes,
         mean_staging_bytes: outcome.mean_staging_bytes,
         policy: config.policy.name().to_owned(),
         mode: config.mode.name().to_owned(),
@@ -275,36 +282,32 @@ fn replay_plain(
     unit: u64,
     progress: &dyn Fn(u64),
 ) -> crate::allocation::AllocationOutcome {
-    let volumes = trace.volume_names.len();
-    let mut occupied_sum = 0.0;
-    let mut volume_occupied_sum = vec![0.0; volumes];
-    let mut samples = 0u64;
+    let mut occupancy = OccupancySampler::new(trace.volume_names.len());
     let chunk = trace.requests.len().div_ceil(OCCUPANCY_SAMPLES).max(1);
     for requests in trace.requests.chunks(chunk) {
         for r in requests {
             cache.handle(r.volume, r.op, r.offset, r.len);
         }
         progress(requests.len() as u64);
-        samples += 1;
-        occupied_sum += (cache.used_weight() * unit) as f64;
-        for (v, sum) in volume_occupied_sum.iter_mut().enumerate() {
-            *sum += (cache.volumes().get(v).map_or(0, |s| s.cached_weight) * unit) as f64;
-        }
+        occupancy.sample(cache, unit);
     }
-    let samples = samples.max(1) as f64;
+    let occupancy = occupancy.finish();
     let capacity = cache.capacity_weight() * unit;
     crate::allocation::AllocationOutcome {
         mean_allocated_bytes: capacity as f64,
         mean_allocated_after_warmup_bytes: capacity as f64,
         peak_allocated_bytes: capacity,
-        mean_occupied_bytes: occupied_sum / samples,
-        mean_staging_bytes: 0.0,
-        volumes: volume_occupied_sum
+        mean_occupied_bytes: occupancy.mean_bytes,
+        peak_occupied_bytes: occupancy.peak_bytes,
+        mean_staging_bytes: occupancy.mean_staging_bytes,
+        volumes: occupancy
+            .volumes
             .into_iter()
-            .map(|sum| crate::allocation::VolumeAllocation {
+            .map(|(mean, peak)| crate::allocation::VolumeAllocation {
                 mean_allocated_bytes: capacity as f64,
                 peak_allocated_bytes: capacity,
-                mean_occupied_bytes: sum / samples,
+                mean_occupied_bytes: mean,
+                peak_occupied_bytes: peak,
                 windows: Vec::new(),
             })
             .collect(),
