@@ -5,7 +5,9 @@
 //! [`DemandMeasure`]. Its table holds only the current window's distinct
 //! blocks and is cleared (its memory kept for the next window) when the
 //! window ends, so memory is bounded by the largest single window's working
-//! set, 8 bytes per block plus the table's slack, however long the trace.
+//! set, 8 bytes per block plus the table's slack, however long the trace
+//! (memory a burst needed is kept for the next windows, and given back after
+//! eight windows that needed far less).
 //! The caller decides where windows begin and end (trace time in the
 //! simulator, wall time in the server).
 
@@ -17,6 +19,10 @@ use rustc_hash::FxBuildHasher;
 /// above them (block numbers stay far below 2^56: 2^64 bytes / 512).
 const COUNT_BITS: u32 = 8;
 const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+/// Windows in a row a table may stay more than 4x oversized before its
+/// memory is given back.
+const SHRINK_AFTER_WINDOWS: u32 = 8;
 
 /// Largest N of RWS_N a tracker can count (the count saturates at N + 1).
 pub const MAX_REUSES: u32 = COUNT_MASK as u32 - 1;
@@ -59,6 +65,8 @@ pub struct DemandTracker {
     /// touched on every block access.
     accesses: HashTable<u64>,
     demand_blocks: u64,
+    /// Windows in a row whose table was far larger than needed.
+    oversized_windows: u32,
     /// Regions ever touched (touch count only: all of history, as HEC's
     /// bitmap; one entry per region, so 1/1024 of the footprint).
     touched_regions: HashSet<u64, FxBuildHasher>,
@@ -71,6 +79,7 @@ impl DemandTracker {
             measure,
             accesses: HashTable::new(),
             demand_blocks: 0,
+            oversized_windows: 0,
             touched_regions: HashSet::default(),
         }
     }
@@ -133,13 +142,20 @@ impl DemandTracker {
     pub fn end_window(&mut self) -> WindowDemand {
         let finished =
             WindowDemand { working_set_blocks: self.working_set_blocks(), demand_blocks: self.demand_blocks };
-        // Keep the table's memory for the next window unless this one was a
-        // burst far above the usual (a backup), so one burst does not pin
-        // its memory for the rest of the run.
-        if self.accesses.capacity() > 4 * self.accesses.len().max(1 << 12) {
-            self.accesses = HashTable::new();
+        // Keep the table's memory for the next windows: bursts (backups)
+        // recur, and regrowing costs a rehash per doubling. Give it back
+        // only after several windows in a row far below it, so one burst
+        // does not pin its memory for the rest of the run.
+        let len = self.accesses.len();
+        self.accesses.clear();
+        if self.accesses.capacity() > 4 * len.max(1 << 12) {
+            self.oversized_windows += 1;
+            if self.oversized_windows >= SHRINK_AFTER_WINDOWS {
+                self.accesses.shrink_to(len, |&e| hash_block(0, e >> COUNT_BITS));
+                self.oversized_windows = 0;
+            }
         } else {
-            self.accesses.clear();
+            self.oversized_windows = 0;
         }
         self.demand_blocks = 0;
         finished
