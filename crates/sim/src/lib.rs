@@ -10,6 +10,7 @@ pub mod latency;
 pub mod load;
 pub mod profile;
 pub mod raid;
+pub mod raid_timing;
 pub mod replay;
 pub mod report;
 pub mod study;
