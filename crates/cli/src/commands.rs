@@ -17,6 +17,7 @@ use crate::analysis_commands::{self, AnalyzeArgs, MrcArgs};
 use crate::progress;
 use crate::units::{parse_duration, parse_positive_duration, parse_positive_size, parse_size};
 
+mod flash_args;
 mod study;
 
 /// On-demand host-side flash caching for virtualized cloud storage:
@@ -134,6 +135,7 @@ impl CacheArgs {
             dirty_high_watermark: self.dirty_high,
             dirty_low_watermark: self.dirty_low,
             allocations: Vec::new(),
+            flash: None,
         }
     }
 }
@@ -255,6 +257,8 @@ struct SimArgs {
     cache: CacheArgs,
     #[command(flatten)]
     allocation: AllocationArgs,
+    #[command(flatten)]
+    flash: flash_args::FlashArgs,
     /// Shift each trace's timestamps by this much, in trace order
     /// (comma-separated, e.g. 0,6h,12h; missing ones are 0).
     #[arg(long, value_delimiter = ',', value_parser = parse_duration, allow_hyphen_values = true)]
@@ -424,7 +428,8 @@ fn set_threads(jobs: Option<usize>) -> Result<()> {
 
 fn sim(args: SimArgs) -> Result<()> {
     set_threads(args.cache.jobs)?;
-    let spec = args.cache.spec();
+    let mut spec = args.cache.spec();
+    spec.flash = args.flash.spec()?;
     if args.time_shift.len() > args.traces.len() {
         bail!("--time-shift has {} values for {} trace(s)", args.time_shift.len(), args.traces.len());
     }
@@ -647,6 +652,7 @@ fn demo(args: DemoArgs) -> Result<()> {
         dirty_high_watermark: None,
         dirty_low_watermark: None,
         allocations: Vec::new(),
+        flash: None,
     };
     let report = replay(&trace, &spec, args.quiet)?;
     println!("cloudcache demo: 12 VMs sharing one flash cache for 14 days (seed 001's workload mix)");

@@ -78,7 +78,7 @@ fn parse_cache_size(s: &str) -> Result<CacheSize, String> {
 }
 
 /// A fraction written as 0.07 or 7%.
-fn parse_fraction(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_fraction(s: &str) -> Result<f64, String> {
     let (text, scale) = match s.trim().strip_suffix('%') {
         Some(p) => (p.trim(), 100.0),
         None => (s.trim(), 1.0),

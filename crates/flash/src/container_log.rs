@@ -69,16 +69,7 @@ impl ContainerLog {
         ordering: BufferOrder,
         key_space: u32,
     ) -> Result<Self, FlashError> {
-        if buffer_units == 0 {
-            return Err(FlashError::Config("the write buffer must hold at least one erase unit".into()));
-        }
-        if geometry.physical_pages() >= u64::from(IN_BUFFER) {
-            return Err(FlashError::Config("container log: more than 2^31 physical pages".into()));
-        }
-        // During cleaning fewer than `buffer_units` units are free, so at
-        // least N - buffer_units + 1 are sealed; one of them must have an
-        // invalid page.
-        geometry.check_spare(buffer_units - 1, "container placement")?;
+        Self::check(&geometry, buffer_units)?;
         let units = geometry.erase_units as usize;
         Ok(ContainerLog {
             geometry,
@@ -95,6 +86,22 @@ impl ContainerLog {
             free: (0..geometry.erase_units).collect(),
             stats: FlashStats::default(),
         })
+    }
+
+    /// Whether a log of this shape and write buffer can run, without
+    /// building it.
+    pub fn check(geometry: &Geometry, buffer_units: u32) -> Result<(), FlashError> {
+        if buffer_units == 0 {
+            return Err(FlashError::Config("the write buffer must hold at least one erase unit".into()));
+        }
+        if geometry.physical_pages() >= u64::from(IN_BUFFER) {
+            return Err(FlashError::Config("container log: more than 2^31 physical pages".into()));
+        }
+        // During cleaning fewer than `buffer_units` units are free, so at
+        // least N - buffer_units + 1 are sealed; one of them must have an
+        // invalid page.
+        geometry.check_spare(buffer_units - 1, "container placement")?;
+        Ok(())
     }
 
     fn capacity(&self) -> usize {

@@ -43,7 +43,7 @@ pub struct Ftl {
 impl Ftl {
     /// An empty (all-erased) device.
     pub fn new(geometry: Geometry) -> Result<Self, FlashError> {
-        geometry.check_spare(GC_RESERVE, "page-mapped FTL")?;
+        Self::check(&geometry)?;
         let units = geometry.erase_units;
         let mut free: VecDeque<u32> = (0..units).collect();
         let frontier = free.pop_front().expect("at least three units");
@@ -59,6 +59,12 @@ impl Ftl {
             cursor: 0,
             stats: FlashStats::default(),
         })
+    }
+
+    /// Whether an FTL of this shape can run (enough spare space for the
+    /// collector), without building it.
+    pub fn check(geometry: &Geometry) -> Result<(), FlashError> {
+        geometry.check_spare(GC_RESERVE, "page-mapped FTL")
     }
 
     /// Physical unit holding physical page `ppn`.

@@ -19,6 +19,7 @@ use cloudcache_engine::{Admission, Cache, CacheConfig, Counters, ShareMode, Stag
 use cloudcache_trace::Op;
 use serde::Serialize;
 
+use crate::flash::FlashModel;
 use crate::load::LoadedTrace;
 use crate::occupancy::OccupancySampler;
 
@@ -250,6 +251,7 @@ pub fn replay_with_allocation(
     trace: &LoadedTrace,
     cache: &mut Cache,
     spec: &AllocationSpec,
+    mut flash: Option<&mut FlashModel>,
     progress: &dyn Fn(u64),
 ) -> AllocationOutcome {
     let block_size = cache.config().block_size;
@@ -296,7 +298,7 @@ pub fn replay_with_allocation(
                 run.sample(cache);
                 next_sample += sample_step;
             }
-            run.close_window(cache, window_start - first.time_ns, window);
+            run.close_window(cache, window_start - first.time_ns, window, flash.as_deref_mut());
             window_start += window;
         }
         while r.time_ns >= next_sample {
@@ -309,6 +311,9 @@ pub fn replay_with_allocation(
             run.trackers[r.volume as usize].access(first_block, last_block - first_block + 1);
         }
         cache.handle(r.volume, r.op, r.offset, r.len);
+        if let Some(flash) = flash.as_deref_mut() {
+            flash.apply(cache.actions());
+        }
         last_time = r.time_ns;
         if (i + 1) % PROGRESS_STEP == 0 {
             progress(PROGRESS_STEP as u64);
@@ -317,7 +322,7 @@ pub fn replay_with_allocation(
     progress((trace.requests.len() % PROGRESS_STEP) as u64);
     run.sample(cache);
     // The last window ends with the last request (at least one nanosecond).
-    run.close_window(cache, window_start - first.time_ns, (last_time - window_start).max(1));
+    run.close_window(cache, window_start - first.time_ns, (last_time - window_start).max(1), flash);
     run.finish()
 }
 
@@ -354,7 +359,14 @@ impl WindowedRun {
         self.occupancy.sample(cache, self.block_size);
     }
 
-    fn close_window(&mut self, cache: &mut Cache, start_ns: u64, duration_ns: u64) {
+    /// `flash` sees the evictions of strict share enforcement.
+    fn close_window(
+        &mut self,
+        cache: &mut Cache,
+        start_ns: u64,
+        duration_ns: u64,
+        flash: Option<&mut FlashModel>,
+    ) {
         let bs = self.block_size;
         let seconds = duration_ns as f64 / 1e9;
         let whole_allocation = match self.spec.method {
@@ -405,6 +417,11 @@ impl WindowedRun {
         } else if self.spec.method == AllocationMethod::Static {
             // Fixed shares; strict mode still drops any excess at the boundary.
             cache.set_shares(&self.shares, self.spec.share_mode());
+        } else {
+            return;
+        }
+        if let Some(flash) = flash {
+            flash.apply(cache.actions());
         }
     }
 

@@ -68,7 +68,7 @@ pub fn profile_windows(
             let spec = AllocationSpec { window_ns, ..*spec };
             let mut config = config.clone();
             spec.configure(&mut config);
-            let r = replay_job(&period, Job { config, allocation: Some(spec) }, progress);
+            let r = replay_job(&period, Job { config, allocation: Some(spec), flash: None }, progress);
             ProfilePoint {
                 window_seconds: window_ns as f64 / 1e9,
                 block_hit_ratio: r.ratios.block_hit_ratio.unwrap_or(0.0),

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::load::LoadedTrace;
+use crate::raid_timing::{RaidLatency, RaidTimer, RaidTiming};
 
 /// Devices in the group (the seed implemented two).
 pub const DEVICES: usize = 2;
@@ -111,6 +112,39 @@ pub struct RaidCounters {
     pub evictions: u64,
 }
 
+/// What one request did to the devices, in order (for the timing model).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RaidAction {
+    /// A read hit served by flash device `device`.
+    FlashRead {
+        /// Device read.
+        device: usize,
+        /// Block.
+        key: BlockKey,
+    },
+    /// A copy stored on flash device `device` (fill, client write, mirror).
+    FlashWrite {
+        /// Device written.
+        device: usize,
+        /// Block.
+        key: BlockKey,
+    },
+    /// A block read from the server (a miss, or the old data of a partly
+    /// written block).
+    BackendRead {
+        /// Block.
+        key: BlockKey,
+    },
+    /// A dirty victim read from flash device `device` and written to the
+    /// server before its slot is reused.
+    WriteBack {
+        /// Device the victim is read from.
+        device: usize,
+        /// Block.
+        key: BlockKey,
+    },
+}
+
 /// A write-back LRU cache over a group of flash devices.
 pub struct RaidCache {
     layout: RaidLayout,
@@ -125,6 +159,9 @@ pub struct RaidCache {
     pub peak_unprotected_dirty: u64,
     /// What happened.
     pub counters: RaidCounters,
+    /// The last request's actions, when recording.
+    actions: Vec<RaidAction>,
+    record: bool,
 }
 
 impl RaidCache {
@@ -162,7 +199,25 @@ impl RaidCache {
             unprotected_dirty: [0; DEVICES],
             peak_unprotected_dirty: 0,
             counters: RaidCounters::default(),
+            actions: Vec::new(),
+            record: false,
         })
+    }
+
+    /// Record each request's device actions (for [`RaidCache::actions`]).
+    pub fn record_actions(&mut self, on: bool) {
+        self.record = on;
+    }
+
+    /// What the last request did to the devices (empty unless recording).
+    pub fn actions(&self) -> &[RaidAction] {
+        &self.actions
+    }
+
+    fn note(&mut self, action: RaidAction) {
+        if self.record {
+            self.actions.push(action);
+        }
     }
 
     /// Distinct blocks cached.
@@ -194,6 +249,7 @@ impl RaidCache {
 
     /// Handle one request.
     pub fn handle(&mut self, volume: u32, op: Op, offset: u64, len: u64) {
+        self.actions.clear();
         let end = offset.saturating_add(len);
         if len == 0 || end == offset {
             return;
@@ -227,13 +283,24 @@ impl RaidCache {
 
     fn read_block(&mut self, key: BlockKey) {
         self.counters.read_blocks += 1;
-        if self.map.contains_key(&key) {
+        if let Some(entry) = self.map.get(&key) {
+            // A mirrored block is read from the device its block number
+            // picks, so reads of a sequential run alternate (RAID-1 read
+            // balancing); a single copy is read where it is.
+            let preferred = key.block as usize % DEVICES;
+            let device = if entry.slots[preferred] != NONE {
+                preferred
+            } else {
+                entry.slots.iter().position(|&s| s != NONE).expect("a cached block has a copy")
+            };
             self.counters.read_hits += 1;
             self.counters.flash_read_blocks += 1;
+            self.note(RaidAction::FlashRead { device, key });
             self.touch(key);
             return;
         }
         self.counters.backend_read_blocks += 1;
+        self.note(RaidAction::BackendRead { key });
         self.insert(key, false);
     }
 
@@ -256,11 +323,20 @@ impl RaidCache {
                 }
                 self.set_dirty(key);
                 self.counters.flash_write_blocks += wanted as u64;
+                if self.record {
+                    let slots = self.map[&key].slots;
+                    for (device, &slot) in slots.iter().enumerate() {
+                        if slot != NONE {
+                            self.actions.push(RaidAction::FlashWrite { device, key });
+                        }
+                    }
+                }
                 self.touch(key);
             }
             None => {
                 if !whole {
                     self.counters.backend_read_blocks += 1;
+                    self.note(RaidAction::BackendRead { key });
                 }
                 self.insert(key, true);
             }
@@ -283,6 +359,7 @@ impl RaidCache {
         for (d, &slot) in slots.iter().enumerate() {
             if slot != NONE {
                 self.place(d, slot, key);
+                self.note(RaidAction::FlashWrite { device: d, key });
             }
         }
         if dirty {
@@ -360,6 +437,8 @@ impl RaidCache {
         if entry.dirty {
             if write_back {
                 self.counters.backend_write_blocks += 1;
+                let device = entry.slots.iter().position(|&s| s != NONE).expect("a cached block has a copy");
+                self.note(RaidAction::WriteBack { device, key });
             }
             if entry.copies() == 1 {
                 let d = entry.slots.iter().position(|&s| s != NONE).expect("one copy");
@@ -404,6 +483,8 @@ pub struct RaidResult {
     pub loss_dirty_blocks: u64,
     /// Most dirty blocks that losing one device would have lost, at any time.
     pub peak_loss_dirty_blocks: u64,
+    /// Latency and device load (timed replays only).
+    pub latency: Option<RaidLatency>,
 }
 
 /// The RAID study's document.
@@ -415,20 +496,30 @@ pub struct RaidStudy {
     pub results: Vec<RaidResult>,
 }
 
-/// Replay `trace` through each layout over two devices of `device_bytes`.
+/// Replay `trace` through each layout over two devices of `device_bytes`,
+/// timed by `timing` when given (the trace then needs timestamps).
 pub fn raid_study(
     trace: &LoadedTrace,
     device_bytes: u64,
     block_size: u64,
     layouts: &[RaidLayout],
+    timing: Option<&RaidTiming>,
 ) -> Result<RaidStudy, ConfigError> {
-    // Refuse a bad size before any replay starts.
+    // Refuse a bad size or an untimeable trace before any replay starts.
     RaidCache::new(RaidLayout::Raid0, device_bytes, block_size)?;
+    if let Some(timing) = timing {
+        RaidTimer::new(trace, timing, block_size).map_err(|e| ConfigError(e.0))?;
+    }
     let results = layouts.par_iter().map(|&layout| {
         let mut cache = RaidCache::new(layout, device_bytes, block_size).expect("size checked above");
+        let mut timer = timing.map(|t| RaidTimer::new(trace, t, block_size).expect("timing checked above"));
+        cache.record_actions(timer.is_some());
         let mut cached_sum = 0u128;
         for r in &trace.requests {
             cache.handle(r.volume, r.op, r.offset, r.len);
+            if let Some(timer) = timer.as_mut() {
+                timer.request(r, cache.actions());
+            }
             cached_sum += u128::from(cache.cached_blocks());
         }
         let (loss_clean_blocks, loss_dirty_blocks) = cache.loss_of_device(0);
@@ -452,6 +543,7 @@ pub fn raid_study(
             loss_clean_blocks,
             loss_dirty_blocks,
             peak_loss_dirty_blocks: cache.peak_unprotected_dirty,
+            latency: timer.map(RaidTimer::finish),
         }
     });
     Ok(RaidStudy { block_size, results: results.collect() })
@@ -498,6 +590,51 @@ impl RaidStudy {
                 r.peak_loss_dirty_blocks
             )
             .unwrap();
+        }
+        if let Some(speedup) = self.results.iter().find_map(|r| r.latency.as_ref().map(|l| l.speedup)) {
+            writeln!(
+                out,
+                "\nlatency in ms at {speedup}x; utilization in % (two flash devices, one server)\n"
+            )
+            .unwrap();
+            writeln!(
+                out,
+                "{:<16} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7} {:>7}",
+                "layout",
+                "mean",
+                "p50",
+                "p90",
+                "p99",
+                "read p90",
+                "write p90",
+                "flash0 ops",
+                "flash1 ops",
+                "flash0%",
+                "flash1%",
+                "server%"
+            )
+            .unwrap();
+            for r in &self.results {
+                let Some(l) = &r.latency else { continue };
+                let ms = |us: f64| us / 1000.0;
+                writeln!(
+                    out,
+                    "{:<16} {:>9.3} {:>8.3} {:>8.3} {:>8.1} {:>9.3} {:>9.3} {:>10} {:>10} {:>7.2} {:>7.2} {:>7.2}",
+                    r.layout.name(),
+                    ms(l.latency.mean_us),
+                    ms(l.latency.p50_us),
+                    ms(l.latency.p90_us),
+                    ms(l.latency.p99_us),
+                    ms(l.read_latency.p90_us),
+                    ms(l.write_latency.p90_us),
+                    l.flash_ops[0],
+                    l.flash_ops[1],
+                    l.flash_utilization[0] * 100.0,
+                    l.flash_utilization[1] * 100.0,
+                    l.server_utilization * 100.0
+                )
+                .unwrap();
+            }
         }
         out
     }

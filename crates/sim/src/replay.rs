@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::allocation::{replay_with_allocation, AllocationMethod, AllocationSpec, WindowPoint};
+use crate::flash::{FlashModel, FlashResult, FlashSpec};
 use crate::load::LoadedTrace;
 use crate::occupancy::OccupancySampler;
 
@@ -34,6 +35,8 @@ pub struct SweepSpec {
     /// Allocation runs for each (policy, size); empty = one plain shared
     /// cache without windows.
     pub allocations: Vec<AllocationSpec>,
+    /// Flash device model every replay feeds (none: no actions recorded).
+    pub flash: Option<FlashSpec>,
 }
 
 /// One replay of a sweep: a cache, and the allocation driving it.
@@ -43,6 +46,8 @@ pub struct Job {
     pub config: CacheConfig,
     /// Windows and shares, if any.
     pub allocation: Option<AllocationSpec>,
+    /// Flash device model, if any (`config.record_actions` must be on).
+    pub flash: Option<FlashSpec>,
 }
 
 impl SweepSpec {
@@ -67,7 +72,15 @@ impl SweepSpec {
                         ))
                     })?;
                 }
-                jobs.push(Job { config, allocation: *allocation });
+                if let Some(flash) = self.flash {
+                    FlashModel::check(flash, &config).map_err(|e| {
+                        ConfigError(format!(
+                            "cache size {}: {e}",
+                            crate::report::human_bytes(config.capacity_bytes)
+                        ))
+                    })?;
+                }
+                jobs.push(Job { config, allocation: *allocation, flash: self.flash });
             }
         }
         Ok(jobs)
@@ -86,7 +99,8 @@ impl SweepSpec {
                     write_policy: self.write_policy,
                     dirty_high_watermark: self.dirty_high_watermark,
                     dirty_low_watermark: self.dirty_low_watermark,
-                    record_actions: false,
+                    // Actions cost time per request; only the flash model reads them.
+                    record_actions: self.flash.is_some(),
                     expected_items,
                     ..CacheConfig::default()
                 };
@@ -180,6 +194,9 @@ pub struct SimResult {
     pub cached_items_at_end: u64,
     /// Wall-clock seconds this replay took (excluding trace loading).
     pub replay_seconds: f64,
+    /// Flash device results (with a flash model only).
+    #[serde(flatten)]
+    pub flash: Option<FlashResult>,
     /// Per-volume results, in volume id order.
     pub volumes: Vec<VolumeResult>,
 }
@@ -200,18 +217,22 @@ impl SimResult {
 
 /// Replay `trace` through one cache and collect its result.
 pub fn replay_one(trace: &LoadedTrace, config: CacheConfig, progress: &dyn Fn(u64)) -> SimResult {
-    replay_job(trace, Job { config, allocation: None }, progress)
+    replay_job(trace, Job { config, allocation: None, flash: None }, progress)
 }
 
 /// Replay `trace` as `job` says and collect its result.
 pub fn replay_job(trace: &LoadedTrace, job: Job, progress: &dyn Fn(u64)) -> SimResult {
-    let Job { config, allocation } = job;
+    let Job { config, allocation, flash } = job;
     let mut cache = Cache::new(config.clone()).expect("configuration validated by SweepSpec::jobs");
+    let mut flash = flash.map(|spec| {
+        assert!(config.record_actions, "a flash model needs the engine's actions");
+        FlashModel::new(spec, &config).expect("flash model validated by SweepSpec::jobs")
+    });
     let unit = if config.mode == Mode::Block { config.block_size } else { 1 };
     let started = Instant::now();
     let outcome = match &allocation {
-        Some(spec) => replay_with_allocation(trace, &mut cache, spec, progress),
-        None => replay_plain(trace, &mut cache, unit, progress),
+        Some(spec) => replay_with_allocation(trace, &mut cache, spec, flash.as_mut(), progress),
+        None => replay_plain(trace, &mut cache, unit, flash.as_mut(), progress),
     };
     let replay_seconds = started.elapsed().as_secs_f64();
     let counters = cache.counters();
@@ -271,6 +292,7 @@ pub fn replay_job(trace: &LoadedTrace, job: Job, progress: &dyn Fn(u64)) -> SimR
         dirty_blocks_at_end: cache.dirty_blocks(),
         cached_items_at_end: cache.cached_items(),
         replay_seconds,
+        flash: flash.map(|model| model.result(&counters, trace_days(trace))),
         volumes,
     }
 }
@@ -280,6 +302,7 @@ fn replay_plain(
     trace: &LoadedTrace,
     cache: &mut Cache,
     unit: u64,
+    mut flash: Option<&mut FlashModel>,
     progress: &dyn Fn(u64),
 ) -> crate::allocation::AllocationOutcome {
     let mut occupancy = OccupancySampler::new(trace.volume_names.len());
@@ -287,6 +310,9 @@ fn replay_plain(
     for requests in trace.requests.chunks(chunk) {
         for r in requests {
             cache.handle(r.volume, r.op, r.offset, r.len);
+            if let Some(flash) = flash.as_deref_mut() {
+                flash.apply(cache.actions());
+            }
         }
         progress(requests.len() as u64);
         occupancy.sample(cache, unit);
@@ -312,6 +338,12 @@ fn replay_plain(
             })
             .collect(),
     }
+}
+
+/// Trace time in days (EPBPD's denominator), as `cloudcache offline` counts
+/// it: last minus first request time; none without timestamps.
+fn trace_days(trace: &LoadedTrace) -> Option<f64> {
+    trace.time_span_ns().map(|(first, last)| (last - first) as f64 / 86_400e9).filter(|&d| d > 0.0)
 }
 
 /// Replay every configuration of `spec`, in parallel over the rayon pool,

@@ -129,7 +129,48 @@ impl SimReport {
         if self.results.iter().any(|r| r.window_seconds.is_some()) {
             self.render_allocation(&mut out);
         }
+        if self.results.iter().any(|r| r.flash.is_some()) {
+            self.render_flash(&mut out);
+        }
         out
+    }
+
+    /// The flash device table: what each cache cost the flash.
+    fn render_flash(&self, out: &mut String) {
+        if let Some(f) = self.results.iter().find_map(|r| r.flash.as_ref()) {
+            let _ = writeln!(
+                out,
+                "\nflash device ({}, erase unit {}, over-provisioning {:.1} %, {}; endurance at {} P/E cycles)\n",
+                f.flash_model,
+                human_bytes(f.erase_unit_bytes),
+                f.over_provisioning * 100.0,
+                if f.trim { "TRIM on" } else { "no TRIM" },
+                f.pe_limit
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{:<10} {:>10} {:>7} {:>10} {:>12} {:>12} {:>7} {:>7} {:>11}",
+            "policy", "cache", "units", "erasures", "EPBPD", "copy-fwd", "WA", "FUE", "endur. days"
+        );
+        for r in &self.results {
+            let Some(f) = &r.flash else { continue };
+            let num =
+                |v: Option<f64>, digits: usize| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"));
+            let _ = writeln!(
+                out,
+                "{:<10} {:>10} {:>7} {:>10} {:>12} {:>12} {:>7.3} {:>7} {:>11}",
+                r.label(),
+                human_bytes(r.cache_size_bytes),
+                f.erase_units,
+                f.erasures,
+                num(f.epbpd, 3),
+                f.copy_forward_blocks,
+                f.write_amplification,
+                num(f.fue, 3),
+                num(f.endurance_days, 1),
+            );
+        }
     }
 
     /// The allocation table: what each method gave and used.

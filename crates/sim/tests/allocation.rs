@@ -61,7 +61,7 @@ fn run(spec: AllocationSpec) -> SimResult {
     let mut config = CacheConfig { capacity_bytes: 100 * BLOCK, block_size: BLOCK, ..CacheConfig::default() };
     spec.configure(&mut config);
     config.validate().unwrap();
-    replay_job(&trace(), Job { config, allocation: Some(spec) }, &|_| {})
+    replay_job(&trace(), Job { config, allocation: Some(spec), flash: None }, &|_| {})
 }
 
 #[test]

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use cloudcache_engine::{CacheConfig, WritePolicy};
 use cloudcache_sim::latency::{run_timed, LatencyModel, LatencyStats, Restart, TimedResult, TimedSpec};
 use cloudcache_sim::raid::{raid_study, RaidLayout};
+use cloudcache_sim::raid_timing::RaidTiming;
 use cloudcache_sim::study::{restart_study, working_set_blocks, write_policy_study, StudySetup};
 use cloudcache_sim::LoadedTrace;
 use cloudcache_trace::units::parse_duration;
@@ -232,6 +233,12 @@ pub struct RaidArgs {
     /// Cache block size (a power of two).
     #[arg(long, default_value = "4KiB", value_parser = parse_size)]
     block_size: u64,
+    /// Replay this many times faster than the trace was recorded, for the latency of each layout.
+    #[arg(long, default_value = "1", value_parser = parse_speedup)]
+    speedup: f64,
+    /// Device timing model (TOML; see docs/latency.md); its flash section describes each device.
+    #[arg(long)]
+    model: Option<PathBuf>,
     /// Write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -387,32 +394,36 @@ pub fn study(command: StudyCommand) -> Result<()> {
             write_json(&args.timed.json, "study restart", &trace, Some(model), &study)
         }
         StudyCommand::Raid(args) => {
-            let loading = progress::bar(None, "loading", args.quiet);
-            let trace = LoadedTrace::load(&args.traces, &args.read.options(), &|n| loading.inc(n))?;
-            loading.finish_and_clear();
             let timed = TimedArgs {
                 traces: args.traces.clone(),
                 read: args.read.clone(),
                 cache_size: args.cache_size,
                 block_size: args.block_size,
-                speedup: 1.0,
+                speedup: args.speedup,
                 bucket: 1,
-                model: None,
+                model: args.model.clone(),
                 json: None,
-                quiet: true,
+                quiet: args.quiet,
             };
             if args.block_size == 0 || !args.block_size.is_power_of_two() {
                 bail!("block size {} is not a power of two", args.block_size);
             }
+            let (trace, model) = timed.load()?;
             let device_bytes = timed.capacity(&trace, 2)?;
-            let study = raid_study(&trace, device_bytes, args.block_size, &RaidLayout::ALL)?;
+            let timing = if trace.has_timestamps {
+                Some(RaidTiming { model, speedup: args.speedup })
+            } else {
+                eprintln!("the trace has no timestamps: capacity, hits and loss only, no latency");
+                None
+            };
+            let study = raid_study(&trace, device_bytes, args.block_size, &RaidLayout::ALL, timing.as_ref())?;
             println!(
                 "RAID over 2 flash devices of {} B each, write-back, LRU; {} requests",
                 device_bytes,
                 trace.requests.len()
             );
             print!("{}", study.render_text());
-            write_json(&args.json, "study raid", &trace, None, &study)
+            write_json(&args.json, "study raid", &trace, timing.map(|t| t.model), &study)
         }
     }
 }

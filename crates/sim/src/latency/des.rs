@@ -1,4 +1,5 @@
-//! The discrete-event core: two devices, each a FIFO queue in front of a
+//! The discrete-event core: devices (flash, the storage server, and a
+//! second flash device for RAID groups), each a FIFO queue in front of a
 //! fixed number of servers, and requests that move through their plan's
 //! phases as operations complete.
 //!
@@ -85,7 +86,7 @@ pub struct DeviceTotals {
 
 /// The event-driven timing simulator.
 pub struct Simulator {
-    devices: [DeviceState; 2],
+    devices: [DeviceState; 3],
     events: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
     flights: Vec<Flight>,
@@ -99,7 +100,11 @@ impl Simulator {
     pub fn new(model: &LatencyModel) -> Self {
         let rtt = (model.network_rtt_us * 1000.0).round() as u64;
         Simulator {
-            devices: [DeviceState::new(model.flash, 0), DeviceState::new(model.backend, rtt)],
+            devices: [
+                DeviceState::new(model.flash, 0),
+                DeviceState::new(model.backend, rtt),
+                DeviceState::new(model.flash, 0),
+            ],
             events: BinaryHeap::new(),
             seq: 0,
             flights: Vec::new(),
@@ -257,7 +262,7 @@ impl Simulator {
 
     fn handle_event(&mut self, tag: u32, obs: &mut dyn Observer) {
         if tag & SERVER_FREE != 0 {
-            let device = if tag & 1 == 0 { Device::Flash } else { Device::Backend };
+            let device = Device::ALL[(tag & 3) as usize];
             let d = &mut self.devices[device as usize];
             d.busy -= 1;
             if let Some((f, i)) = d.queue.pop_front() {

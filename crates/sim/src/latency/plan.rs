@@ -13,10 +13,32 @@ use cloudcache_trace::{Op, VolumeId};
 /// Which device serves an operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Device {
-    /// The host's flash cache.
+    /// The host's flash cache (the first device of a RAID group).
     Flash = 0,
     /// The storage server across the network.
     Backend = 1,
+    /// The second flash device of a RAID group (`cloudcache study raid`);
+    /// a replay of the engine's single cache never uses it.
+    Flash1 = 2,
+}
+
+impl Device {
+    /// Every device, by index.
+    pub const ALL: [Device; 3] = [Device::Flash, Device::Backend, Device::Flash1];
+
+    /// Flash device `d` of a RAID group (0 or 1).
+    pub fn flash(d: usize) -> Device {
+        if d == 0 {
+            Device::Flash
+        } else {
+            Device::Flash1
+        }
+    }
+
+    /// Whether this is a flash device.
+    pub fn is_flash(self) -> bool {
+        self != Device::Backend
+    }
 }
 
 /// Data direction of an operation.
@@ -110,10 +132,11 @@ impl Plan {
         self.phases.iter().all(Vec::is_empty)
     }
 
-    /// Add `op` to phase `p`, merging it into the previous operation of that
-    /// phase when it continues it.
+    /// Add `op` to phase `p`, merging it into the phase's previous operation
+    /// on the same device when it continues it (each device's queue merges
+    /// adjacent bios; a RAID group's mirrored writes interleave devices).
     pub fn push(&mut self, p: usize, op: PlannedOp) {
-        if let Some(last) = self.phases[p].last_mut() {
+        if let Some(last) = self.phases[p].iter_mut().rev().find(|o| o.device == op.device) {
             if last.device == op.device
                 && last.dir == op.dir
                 && last.purpose == op.purpose

@@ -321,7 +321,7 @@ impl Observer for Stats {
                 self.server.add(op);
                 self.bucket(now_ns).server.add(op);
             }
-            Device::Flash => match op.dir {
+            Device::Flash | Device::Flash1 => match op.dir {
                 Dir::Read => self.flash.reads.add(op),
                 _ => self.flash.writes.add(op),
             },
