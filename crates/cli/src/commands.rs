@@ -393,7 +393,11 @@ fn parse_rws_n(s: &str) -> Result<u32, String> {
     if n < 0 {
         return Err(format!("N of RWS_N must be 0 or more, got {n}"));
     }
-    u32::try_from(n).map_err(|_| format!("N of RWS_N {n} is too large"))
+    let max = cloudcache_demand::window::MAX_REUSES;
+    if n > i64::from(max) {
+        return Err(format!("N of RWS_N is at most {max} (the window counts saturate there), got {n}"));
+    }
+    Ok(n as u32)
 }
 
 /// Run a parsed command line.

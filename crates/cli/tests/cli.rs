@@ -363,6 +363,7 @@ fn allocation_bad_input_is_named() {
         stderr(&out)
     };
     assert!(run(&["--allocation", "rwss", "--rws-n", "-1"]).contains("0 or more"));
+    assert!(run(&["--allocation", "rwss", "--rws-n", "15"]).contains("at most 14"));
     assert!(run(&["--allocation", "rwss", "--window", "1ns"]).contains("time resolution"));
     assert!(run(&["--allocation", "rwss", "--staging-size", "2MiB"]).contains("larger than the cache"));
     assert!(run(&["--allocation", "rwss", "--policy", "arc"]).contains("cannot be partitioned"));
