@@ -164,6 +164,12 @@ impl StagingArea {
 
     /// An access to uncached `block`; admission on the `admit_on`-th access.
     pub fn access(&mut self, block: u64, is_read: bool, admit_on: u32) -> StagingDecision {
+        // A new block will push the oldest entry out: start loading its
+        // record now, so the miss overlaps the index probe below instead of
+        // following it (a plain load the CPU runs ahead with; no unsafe).
+        for oldest in [self.address_list.back(), self.data_list.back()].into_iter().flatten() {
+            std::hint::black_box(self.entries[oldest as usize].prev);
+        }
         let Some(at) = self.find(block) else {
             if admit_on <= 1 {
                 return StagingDecision { admit: true, ..StagingDecision::default() };
