@@ -175,7 +175,7 @@ impl ShardsSample {
     /// them), at `sizes` bytes, with `block_size` blocks.
     pub fn curve(&self, volumes: Option<&[usize]>, sizes: &[u64], counted: Counted) -> Vec<CurvePoint> {
         let selected = |v: VolumeId| volumes.is_none_or(|set| set.contains(&(v as usize)));
-        let mut stack = BlockStack::<VolumeBlock>::new();
+        let mut stack = BlockStack::new();
         let mut hist = DenseHistogram::default();
         for e in self.events.iter().filter(|e| selected(e.volume)) {
             match e.op {
@@ -218,7 +218,7 @@ pub struct ShardsFixedSize {
     shift: u32,
     max_samples: usize,
     threshold: u64,
-    stack: BlockStack<VolumeBlock>,
+    stack: BlockStack,
     by_hash: BinaryHeap<(u64, VolumeBlock)>,
     all: LogHistogram,
     reads: LogHistogram,
