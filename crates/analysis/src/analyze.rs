@@ -22,7 +22,8 @@ const WINDOW_CHOICES_NS: [u64; 10] = {
     [MIN, 5 * MIN, 15 * MIN, 30 * MIN, 60 * MIN, 120 * MIN, 360 * MIN, 720 * MIN, 1440 * MIN, 2880 * MIN]
 };
 
-/// Sampled accesses below which the SHARDS curve gets a warning.
+/// Sampled accesses below which the SHARDS curve gets a warning (unless
+/// the rate is 1: then it is exact).
 const MIN_SHARDS_SAMPLE: usize = 10_000;
 
 /// Windows the default window length aims for at least.
@@ -245,7 +246,7 @@ pub fn analyze(
         progress(chunk.len() as u64);
     }
     let exact: ExactMrc = exact_builder.finish();
-    if shards.sampled() < MIN_SHARDS_SAMPLE {
+    if shards.sampled() < MIN_SHARDS_SAMPLE && shards_rate < 1.0 {
         warnings.push(format!(
             "SHARDS at rate {} sampled only {} block accesses: too few for an accurate sampled curve (compare \
              its error with the exact curve; a higher --rate helps)",
