@@ -269,7 +269,16 @@ pub fn analyze(args: AnalyzeArgs) -> Result<()> {
         format_bytes(analysis.footprint_bytes)
     );
     if let Some(mae) = k.shards_mean_absolute_error {
-        println!("SHARDS at rate {}: mean absolute error {mae:.4} against the exact curve", k.shards_rate);
+        let rate = if k.shards_default_rate {
+            format!(
+                "{:.4} (the default: 1 %, or enough to sample {} blocks)",
+                k.shards_rate,
+                cloudcache_analysis::DEFAULT_MIN_SAMPLED_BLOCKS
+            )
+        } else {
+            k.shards_rate.to_string()
+        };
+        println!("SHARDS at rate {rate}: mean absolute error {mae:.4} against the exact curve");
     }
     if let Some(ws) = &analysis.working_sets {
         if let Some(knee) = ws.knee.knee_window_ns {
