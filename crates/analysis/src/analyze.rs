@@ -9,7 +9,7 @@ use crate::histogram::DenseHistogram;
 use crate::mrc::{
     dense_sizes, mean_absolute_error, Counted, CurvePoint, ExactBlockMrc, ExactMrc, HitTimeline,
 };
-use crate::shards::{check_rate, BadRate, ShardsSample};
+use crate::shards::{check_rate, default_rate, BadRate, ShardsSample};
 use crate::working_set::{knee_analysis, working_sets, KneeAnalysis, WindowRow};
 use crate::workload::Workload;
 
@@ -22,7 +22,8 @@ const WINDOW_CHOICES_NS: [u64; 10] = {
     [MIN, 5 * MIN, 15 * MIN, 30 * MIN, 60 * MIN, 120 * MIN, 360 * MIN, 720 * MIN, 1440 * MIN, 2880 * MIN]
 };
 
-/// Sampled accesses below which the SHARDS curve gets a warning.
+/// Sampled accesses below which the SHARDS curve gets a warning (unless
+/// the rate is 1: then it is exact).
 const MIN_SHARDS_SAMPLE: usize = 10_000;
 
 /// Windows the default window length aims for at least.
@@ -33,8 +34,9 @@ const MIN_WINDOWS: u64 = 12;
 pub struct AnalyzeOptions {
     /// Cache block size.
     pub block_size: u64,
-    /// SHARDS rate for the sampled curve compared with the exact one.
-    pub shards_rate: f64,
+    /// SHARDS rate for the sampled curve compared with the exact one (None:
+    /// [`crate::shards::default_rate`]).
+    pub shards_rate: Option<f64>,
     /// Working-set window (None: chosen from the trace's span).
     pub window_ns: Option<u64>,
     /// N of RWS_N.
@@ -47,7 +49,7 @@ impl Default for AnalyzeOptions {
     fn default() -> Self {
         AnalyzeOptions {
             block_size: 4096,
-            shards_rate: 0.01,
+            shards_rate: None,
             window_ns: None,
             rws_n: 1,
             timeline_sizes: None,
@@ -85,6 +87,9 @@ pub struct Curves {
     pub shards: Vec<CurvePoint>,
     /// SHARDS rate.
     pub shards_rate: f64,
+    /// Whether the rate is the default (1 %, or higher so the sample holds
+    /// enough blocks) rather than one asked for.
+    pub shards_default_rate: bool,
     /// Blocks SHARDS sampled.
     pub shards_sampled_accesses: u64,
     /// Mean absolute error of SHARDS against exact.
@@ -193,7 +198,9 @@ pub fn analyze(
     if !opts.block_size.is_power_of_two() {
         return Err(AnalyzeError::BlockSize(opts.block_size));
     }
-    check_rate(opts.shards_rate)?;
+    if let Some(rate) = opts.shards_rate {
+        check_rate(rate)?;
+    }
     if w.requests.is_empty() {
         return Err(AnalyzeError::Empty);
     }
@@ -226,7 +233,11 @@ pub fn analyze(
         exact_builder = exact_builder.with_timeline(HitTimeline::new(window_ns, start_ns, opts.block_size));
     }
     // Pass 2 (same loop): SHARDS.
-    let mut shards = ShardsSample::new(opts.block_size, opts.shards_rate)?;
+    let shards_rate = match opts.shards_rate {
+        Some(rate) => rate,
+        None => default_rate(&w.requests, opts.block_size, 0),
+    };
+    let mut shards = ShardsSample::new(opts.block_size, shards_rate)?;
     for chunk in w.requests.chunks(PROGRESS_EVERY) {
         for r in chunk {
             exact_builder.request(r);
@@ -235,11 +246,11 @@ pub fn analyze(
         progress(chunk.len() as u64);
     }
     let exact: ExactMrc = exact_builder.finish();
-    if shards.sampled() < MIN_SHARDS_SAMPLE {
+    if shards.sampled() < MIN_SHARDS_SAMPLE && shards_rate < 1.0 {
         warnings.push(format!(
             "SHARDS at rate {} sampled only {} block accesses: too few for an accurate sampled curve (compare \
              its error with the exact curve; a higher --rate helps)",
-            opts.shards_rate,
+            shards_rate,
             shards.sampled()
         ));
     }
@@ -261,7 +272,8 @@ pub fn analyze(
         exact_reads: exact.curve(&sizes, Counted::Reads),
         exact: exact_points,
         shards: shards_points,
-        shards_rate: opts.shards_rate,
+        shards_rate,
+        shards_default_rate: opts.shards_rate.is_none(),
         shards_sampled_accesses: shards.sampled() as u64,
         sizes,
         volumes,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::mrc::{dense_sizes, mean_absolute_error, Counted, CurvePoint, ExactBlockMrc, ExactObjectMrc};
-use crate::shards::{check_rate, BadRate, ShardsFixedSize, ShardsSample};
+use crate::shards::{check_rate, default_rate, BadRate, ShardsFixedSize, ShardsSample};
 use crate::workload::Workload;
 
 /// Requests between progress callbacks.
@@ -62,8 +62,9 @@ pub struct CurveSpec {
     pub granularity: Granularity,
     /// Cache block size (block mode).
     pub block_size: u64,
-    /// SHARDS sampling rate (fixed-rate SHARDS).
-    pub rate: f64,
+    /// SHARDS sampling rate (fixed-rate SHARDS); `None` for the default
+    /// ([`crate::shards::default_rate`] of the selected volumes).
+    pub rate: Option<f64>,
     /// Fixed-size SHARDS: at most this many sampled blocks (overrides `rate`).
     pub max_samples: Option<usize>,
     /// Cache sizes; `None` for a dense curve up to the footprint.
@@ -116,6 +117,10 @@ pub struct CurveDocument {
     /// SHARDS: the sampling rate (the final one for fixed size).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling_rate: Option<f64>,
+    /// SHARDS without `--rate`: true (the rate is the default, 1 % or
+    /// higher so the sample holds enough blocks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_rate: Option<bool>,
     /// SHARDS fixed size: the sample bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_samples: Option<usize>,
@@ -134,7 +139,9 @@ pub fn compute(w: &Workload, spec: &CurveSpec, progress: &dyn Fn(u64)) -> Result
         if spec.granularity == Granularity::Object {
             return Err(CurveError::ShardsObjects);
         }
-        check_rate(spec.rate)?;
+        if let Some(rate) = spec.rate {
+            check_rate(rate)?;
+        }
         if spec.max_samples == Some(0) {
             return Err(CurveError::NoSamples);
         }
@@ -187,6 +194,7 @@ pub fn compute(w: &Workload, spec: &CurveSpec, progress: &dyn Fn(u64)) -> Result
             block_accesses: n,
             footprint_bytes: footprint,
             sampling_rate: None,
+            default_rate: None,
             max_samples: None,
             exact_miss_ratios: None,
             mean_absolute_error: None,
@@ -225,6 +233,7 @@ pub fn compute(w: &Workload, spec: &CurveSpec, progress: &dyn Fn(u64)) -> Result
         block_accesses: counted_accesses,
         footprint_bytes: exact_footprint.unwrap_or(0),
         sampling_rate: None,
+        default_rate: None,
         max_samples: None,
         exact_miss_ratios: None,
         mean_absolute_error: None,
@@ -248,12 +257,19 @@ pub fn compute(w: &Workload, spec: &CurveSpec, progress: &dyn Fn(u64)) -> Result
                 doc.sampling_rate = Some(s.rate());
                 doc.max_samples = Some(max);
             } else {
-                let mut s = ShardsSample::new(spec.block_size, spec.rate)?;
+                let rate = match spec.rate {
+                    Some(rate) => rate,
+                    None => {
+                        doc.default_rate = Some(true);
+                        default_rate(requests(), spec.block_size, 0)
+                    }
+                };
+                let mut s = ShardsSample::new(spec.block_size, rate)?;
                 for_each_request(&mut |r| s.request(r));
                 let footprint = exact_footprint.unwrap_or_else(|| s.estimated_footprint_bytes(None));
                 doc.points = s.curve(None, &sizes_up_to(footprint), spec.counted);
                 doc.footprint_bytes = footprint;
-                doc.sampling_rate = Some(spec.rate);
+                doc.sampling_rate = Some(rate);
             }
             if let Some(m) = &exact {
                 let sizes: Vec<u64> = doc.points.iter().map(|p| p.cache_size_bytes).collect();

@@ -29,5 +29,8 @@ pub mod workload;
 pub use mrc::{
     dense_sizes, mean_absolute_error, Counted, CurvePoint, ExactBlockMrc, ExactMrc, ExactObjectMrc,
 };
-pub use shards::{check_rate, ShardsFixedSize, ShardsSample};
+pub use shards::{
+    check_rate, default_rate, rate_for_blocks, ShardsFixedSize, ShardsSample, DEFAULT_MIN_SAMPLED_BLOCKS,
+    DEFAULT_RATE,
+};
 pub use workload::{Workload, WorkloadRequest};

@@ -188,13 +188,39 @@ impl HitTimeline {
     }
 }
 
+/// Distances of one stream as they are recorded: reads and writes apart,
+/// so each access increments one counter (a cache miss on a large trace),
+/// not two; [`BlockHistograms`] are made from them at the end.
+#[derive(Clone, Debug, Default)]
+struct ByOp {
+    reads: DenseHistogram,
+    writes: DenseHistogram,
+}
+
+impl ByOp {
+    #[inline]
+    fn record(&mut self, is_read: bool, distance: Option<u32>) {
+        if is_read {
+            self.reads.record(distance);
+        } else {
+            self.writes.record(distance);
+        }
+    }
+
+    fn into_histograms(self) -> BlockHistograms {
+        let mut all = self.writes;
+        all.merge(&self.reads);
+        BlockHistograms { all, reads: self.reads }
+    }
+}
+
 /// Builds exact block-mode LRU curves in one pass over the requests.
 #[derive(Debug)]
 pub struct ExactBlockMrc {
     shift: u32,
-    whole: BlockStack<VolumeBlock>,
-    whole_hist: BlockHistograms,
-    per_volume: Option<Vec<(BlockStack<u64>, BlockHistograms)>>,
+    whole: BlockStack,
+    whole_hist: ByOp,
+    per_volume: Option<Vec<(BlockStack, ByOp)>>,
     timeline: Option<HitTimeline>,
 }
 
@@ -206,7 +232,7 @@ impl ExactBlockMrc {
         ExactBlockMrc {
             shift: block_size.trailing_zeros(),
             whole: BlockStack::new(),
-            whole_hist: BlockHistograms::default(),
+            whole_hist: ByOp::default(),
             per_volume: per_volume.then(Vec::new),
             timeline: None,
         }
@@ -242,20 +268,13 @@ impl ExactBlockMrc {
         }
         for block in first..=last {
             let d = self.whole.access(VolumeBlock { volume, block });
-            self.whole_hist.all.record(d);
-            if is_read {
-                self.whole_hist.reads.record(d);
-            }
+            self.whole_hist.record(is_read, d);
             if let Some(t) = self.timeline.as_mut() {
                 t.record(r.time_ns, d);
             }
             if let Some(vols) = self.per_volume.as_mut() {
                 let (stack, hist) = &mut vols[volume as usize];
-                let d = stack.access(block);
-                hist.all.record(d);
-                if is_read {
-                    hist.reads.record(d);
-                }
+                hist.record(is_read, stack.access(VolumeBlock { volume, block }));
             }
         }
     }
@@ -275,10 +294,10 @@ impl ExactBlockMrc {
             let stack = &mut stack.0;
             if span <= stack.len() as u64 {
                 for block in first..=last {
-                    stack.remove(&block);
+                    stack.remove(&VolumeBlock { volume, block });
                 }
             } else {
-                stack.remove_where(|b| (first..=last).contains(b));
+                stack.remove_where(|k| (first..=last).contains(&k.block));
             }
         }
     }
@@ -287,8 +306,11 @@ impl ExactBlockMrc {
     pub fn finish(self) -> ExactMrc {
         ExactMrc {
             block_size: 1 << self.shift,
-            whole: self.whole_hist,
-            volumes: self.per_volume.map(|v| v.into_iter().map(|(_, h)| h).collect()).unwrap_or_default(),
+            whole: self.whole_hist.into_histograms(),
+            volumes: self
+                .per_volume
+                .map(|v| v.into_iter().map(|(_, h)| h.into_histograms()).collect())
+                .unwrap_or_default(),
             timeline: self.timeline,
         }
     }

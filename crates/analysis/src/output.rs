@@ -262,7 +262,7 @@ fn write_files(a: &Analysis, trace: &str, dir: &Path) -> Result<Vec<String>, Out
     let chart = mrc_axes(LineChart::new("LRU miss ratio by cache size (whole trace, one shared cache)"))
         .series("exact, all accesses", miss_points(&k.exact))
         .series("exact, reads", miss_points(&k.exact_reads))
-        .series(format!("SHARDS {}, all accesses", k.shards_rate), miss_points(&k.shards));
+        .series(format!("SHARDS {:.4}, all accesses", k.shards_rate), miss_points(&k.shards));
     let svg = w.svg("mrc.svg", &chart)?;
     {
         let s = report.section("Miss-ratio curves");
@@ -274,8 +274,14 @@ fn write_files(a: &Analysis, trace: &str, dir: &Path) -> Result<Vec<String>, Out
         s.chart(&StaticSvg(svg));
         if let Some(mae) = k.shards_mean_absolute_error {
             s.note(format!(
-                "SHARDS at rate {} sampled {} block accesses; mean absolute error against the exact curve: {mae:.4}",
+                "SHARDS at rate {:.4}{} sampled {} block accesses; mean absolute error against the exact curve: \
+                 {mae:.4}",
                 k.shards_rate,
+                if k.shards_default_rate {
+                    format!(" (the default: 1 %, or enough to sample {} blocks)", crate::DEFAULT_MIN_SAMPLED_BLOCKS)
+                } else {
+                    String::new()
+                },
                 format_count(k.shards_sampled_accesses)
             ));
         }

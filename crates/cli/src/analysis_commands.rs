@@ -25,9 +25,9 @@ pub struct MrcArgs {
     /// exact (LRU stack distances) or shards (spatial sampling).
     #[arg(long, default_value = "exact", value_parser = parse_method)]
     method: Method,
-    /// SHARDS sampling rate in (0, 1].
-    #[arg(long, default_value = "0.01", allow_hyphen_values = true)]
-    rate: f64,
+    /// SHARDS sampling rate in (0, 1] [default: 0.01, raised on small traces to sample 32768 blocks].
+    #[arg(long, allow_hyphen_values = true)]
+    rate: Option<f64>,
     /// Fixed-size SHARDS: track at most this many blocks (bounded memory) instead of a fixed rate.
     #[arg(long)]
     max_samples: Option<usize>,
@@ -99,8 +99,8 @@ pub fn mrc(args: MrcArgs) -> Result<()> {
     if !args.block_size.is_power_of_two() {
         bail!("--block-size {} is not a power of two", args.block_size);
     }
-    if args.method == Method::Shards {
-        cloudcache_analysis::check_rate(args.rate).context("--rate")?;
+    if let Some(rate) = args.rate {
+        cloudcache_analysis::check_rate(rate).context("--rate")?;
     }
     if args.mode == Granularity::Block {
         if let Some(small) = args.sizes.iter().flatten().find(|&&s| s < args.block_size) {
@@ -137,7 +137,14 @@ pub fn mrc(args: MrcArgs) -> Result<()> {
 
     let method = match (doc.method, doc.max_samples) {
         (Method::Exact, _) => "exact LRU".to_owned(),
-        (Method::Shards, None) => format!("SHARDS at rate {}", args.rate),
+        (Method::Shards, None) => match doc.default_rate {
+            Some(true) => format!(
+                "SHARDS at rate {:.6} (the default: 1 %, or enough to sample {} blocks)",
+                doc.sampling_rate.unwrap_or(1.0),
+                cloudcache_analysis::DEFAULT_MIN_SAMPLED_BLOCKS
+            ),
+            _ => format!("SHARDS at rate {}", doc.sampling_rate.unwrap_or(1.0)),
+        },
         (Method::Shards, Some(max)) => {
             format!("fixed-size SHARDS ({max} blocks, final rate {:.6})", doc.sampling_rate.unwrap_or(1.0))
         }
@@ -200,9 +207,10 @@ pub struct AnalyzeArgs {
     /// Cache block size (a power of two).
     #[arg(long, default_value = "4KiB", value_parser = parse_size, allow_hyphen_values = true)]
     block_size: u64,
-    /// SHARDS sampling rate in (0, 1] for the sampled curve compared with the exact one.
-    #[arg(long, default_value = "0.01", allow_hyphen_values = true)]
-    rate: f64,
+    /// SHARDS sampling rate in (0, 1] for the sampled curve compared with the exact one [default: 0.01, raised
+    /// on small traces to sample 32768 blocks].
+    #[arg(long, allow_hyphen_values = true)]
+    rate: Option<f64>,
     /// Working-set window, e.g. 10min, 1h, 24h (default: the longest of 1 min .. 2 days giving 12 windows).
     #[arg(long, value_parser = parse_window)]
     window: Option<u64>,
@@ -231,7 +239,9 @@ pub fn analyze(args: AnalyzeArgs) -> Result<()> {
     if !args.block_size.is_power_of_two() {
         bail!("--block-size {} is not a power of two", args.block_size);
     }
-    cloudcache_analysis::check_rate(args.rate).context("--rate")?;
+    if let Some(rate) = args.rate {
+        cloudcache_analysis::check_rate(rate).context("--rate")?;
+    }
     // Refuse a bad output directory before spending time on the trace.
     output::check_output_dir(&args.out, args.force)?;
     let w = load(&args.trace, &args.read, args.quiet)?;
@@ -259,7 +269,16 @@ pub fn analyze(args: AnalyzeArgs) -> Result<()> {
         format_bytes(analysis.footprint_bytes)
     );
     if let Some(mae) = k.shards_mean_absolute_error {
-        println!("SHARDS at rate {}: mean absolute error {mae:.4} against the exact curve", k.shards_rate);
+        let rate = if k.shards_default_rate {
+            format!(
+                "{:.4} (the default: 1 %, or enough to sample {} blocks)",
+                k.shards_rate,
+                cloudcache_analysis::DEFAULT_MIN_SAMPLED_BLOCKS
+            )
+        } else {
+            k.shards_rate.to_string()
+        };
+        println!("SHARDS at rate {rate}: mean absolute error {mae:.4} against the exact curve");
     }
     if let Some(ws) = &analysis.working_sets {
         if let Some(knee) = ws.knee.knee_window_ns {

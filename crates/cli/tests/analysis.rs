@@ -141,6 +141,32 @@ fn shards_with_compare_reports_its_error_and_a_dense_curve() {
 }
 
 #[test]
+fn shards_without_a_rate_samples_enough_blocks_and_a_given_rate_is_kept() {
+    let dir = temp_dir("default-rate");
+    let trace = msr_trace(&dir);
+    let out_json = dir.join("d.json");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["mrc", trace.to_str().unwrap(), "--method", "shards", "--compare-exact", "-q"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--json", out_json.to_str().unwrap()]);
+        let out = cloudcache(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        (String::from_utf8_lossy(&out.stdout).into_owned(), json(&out_json))
+    };
+    // A trace of a few hundred blocks: the default rate samples all of them,
+    // so the curve is exact.
+    let (text, doc) = run(&[]);
+    assert_eq!(doc["default_rate"], true);
+    assert_eq!(doc["sampling_rate"].as_f64(), Some(1.0));
+    assert_eq!(doc["mean_absolute_error"].as_f64(), Some(0.0));
+    assert!(text.contains("the default: 1 %, or enough to sample 32768 blocks"), "{text}");
+    // --rate means that rate.
+    let (_, doc) = run(&["--rate", "0.01"]);
+    assert_eq!(doc["sampling_rate"].as_f64(), Some(0.01));
+    assert!(doc.get("default_rate").is_none());
+}
+
+#[test]
 fn bad_input_gets_clear_messages() {
     let dir = temp_dir("bad");
     let trace = msr_trace(&dir);
