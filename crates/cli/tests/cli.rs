@@ -434,3 +434,23 @@ fn time_shift_moves_each_trace_before_the_merge() {
     let out = cloudcache(&["sim", &msr, "--time-shift", "-1h", "--quiet"]);
     assert!(stderr(&out).contains("negative"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let Some(trace) = sample_trace() else { return };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cloudcache"))
+        .args(["mrc", trace.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    // The reader (like `head -1`) is gone; the dense curve has hundreds of lines left.
+    let out = child.wait_with_output().unwrap();
+    assert!(first.contains("exact LRU"), "{first}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", stderr(&out));
+    assert_ne!(out.status.code(), Some(101));
+}
