@@ -293,17 +293,20 @@ pub fn replay_with_allocation(
     let mut last_time = first.time_ns;
     const PROGRESS_STEP: usize = 1 << 16;
     for (i, r) in trace.requests.iter().enumerate() {
-        while r.time_ns >= window_start + window {
-            while next_sample < window_start + window {
+        // Saturating: a window or sample point past the end of time never
+        // closes (timestamps near u64::MAX must not loop or overflow).
+        while window_start.checked_add(window).is_some_and(|end| r.time_ns >= end) {
+            let end = window_start + window;
+            while next_sample < end {
                 run.sample(cache);
-                next_sample += sample_step;
+                next_sample = next_sample.saturating_add(sample_step);
             }
             run.close_window(cache, window_start - first.time_ns, window, flash.as_deref_mut());
-            window_start += window;
+            window_start = end;
         }
-        while r.time_ns >= next_sample {
+        while r.time_ns >= next_sample && next_sample != u64::MAX {
             run.sample(cache);
-            next_sample += sample_step;
+            next_sample = next_sample.saturating_add(sample_step);
         }
         if r.op != Op::Trim && r.len > 0 {
             let first_block = r.offset >> shift;
