@@ -1,37 +1,11 @@
 //! End-to-end tests of `cloudcache mrc` and `cloudcache analyze`: real
 //! files in, JSON, reports and error messages out.
 
+mod common;
+
+use common::*;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn cloudcache(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cloudcache")).args(args).output().expect("run cloudcache")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn sample_trace() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} not found (no shared/ beside this clone)", path.display());
-        None
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cloudcache-analysis-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// A small MSR Cambridge trace: two volumes, reads and writes, reuse.
 fn msr_trace(dir: &Path) -> PathBuf {

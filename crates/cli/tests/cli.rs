@@ -1,37 +1,11 @@
 //! End-to-end tests of the `cloudcache` binary: real files in, exit codes,
 //! JSON and error messages out.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn cloudcache(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cloudcache")).args(args).output().expect("run cloudcache")
-}
+use common::*;
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The real CloudPhysics sample, when the shared folder is beside the clone.
-fn sample_trace() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} not found (no shared/ beside this clone)", path.display());
-        None
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cloudcache-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use std::process::Command;
 
 #[test]
 fn sim_on_the_sample_trace_writes_every_counter() {
@@ -286,10 +260,6 @@ fn an_impossible_request_length_is_an_error_not_a_hang() {
         err.contains("msr.csv") && err.contains("request 2") && err.contains("1000000000000000"),
         "{err}"
     );
-}
-
-fn trace_data(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../trace/tests/data").join(name).to_str().unwrap().to_owned()
 }
 
 #[test]

@@ -1,31 +1,8 @@
 //! `cloudcache sim --flash-model` and the timed `study raid` end to end.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn cloudcache(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cloudcache")).args(args).output().expect("run cloudcache")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn sample_trace() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} not found (no shared/ beside this clone)", path.display());
-        None
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cloudcache-flash-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::*;
 
 #[test]
 fn flash_options_are_checked_before_the_trace_is_read() {

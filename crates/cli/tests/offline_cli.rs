@@ -1,26 +1,9 @@
 //! End-to-end tests of `cloudcache offline`: the sample trace in, the
 //! issue's JSON fields out, and clear errors for bad settings.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn cloudcache(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cloudcache")).args(args).output().expect("run cloudcache")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn sample_trace() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} not found (no shared/ beside this clone)", path.display());
-        None
-    }
-}
+use common::*;
 
 #[test]
 fn offline_on_the_sample_trace_writes_the_issue_fields() {

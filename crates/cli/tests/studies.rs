@@ -1,40 +1,9 @@
 //! End-to-end tests of `cloudcache latency` and `cloudcache study`: the
 //! sample trace in, JSON and tables out, and clear errors on bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn cloudcache(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cloudcache")).args(args).output().expect("run cloudcache")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn sample_trace() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cloudPhysicsIO.vscsi");
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} not found (no shared/ beside this clone)", path.display());
-        None
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cloudcache-studies-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use common::*;
 
 #[test]
 fn latency_on_the_sample_trace_reports_percentiles_and_server_load() {
