@@ -71,7 +71,7 @@ enum TraceCommand {
 pub(crate) struct ReadArgs {
     /// Trace format (default: detect). One of: cct, vscsi, msr, fiu, systor,
     /// alibaba, tencent, blkparse, fio, csv.
-    #[arg(long, value_parser = parse_format)]
+    #[arg(long)]
     format: Option<Format>,
     /// Column mapping for --format csv, e.g. "time=0:us,volume=1,op=2,offset=3:sectors,len=4:bytes".
     #[arg(long)]
@@ -96,7 +96,7 @@ impl ReadArgs {
 #[derive(Args, Debug, Clone)]
 struct CacheArgs {
     /// Replacement policies, comma-separated: lru, fifo, clock, arc, 2q, s3fifo, sieve.
-    #[arg(long, value_delimiter = ',', default_value = "lru", value_parser = parse_policy)]
+    #[arg(long, value_delimiter = ',', default_value = "lru")]
     policy: Vec<PolicyKind>,
     /// Cache sizes, comma-separated (e.g. 16MiB,64MiB,256MiB,1GiB).
     #[arg(long, value_delimiter = ',', default_value = "16MiB,64MiB,256MiB,1GiB", value_parser = parse_positive_size, allow_hyphen_values = true)]
@@ -105,10 +105,10 @@ struct CacheArgs {
     #[arg(long, default_value = "4KiB", value_parser = parse_size, allow_hyphen_values = true)]
     block_size: u64,
     /// write-back, write-through, write-invalidate (write-around) or read-only.
-    #[arg(long, default_value = "write-back", value_parser = parse_write_policy)]
+    #[arg(long, default_value = "write-back")]
     write_policy: WritePolicy,
     /// block (split requests into cache blocks) or object (libCacheSim's model).
-    #[arg(long, default_value = "block", value_parser = parse_mode)]
+    #[arg(long, default_value = "block")]
     mode: Mode,
     /// Write back when dirty blocks exceed this fraction of the cache (off by default).
     #[arg(long)]
@@ -145,7 +145,7 @@ impl CacheArgs {
 struct AllocationArgs {
     /// Allocation methods, comma-separated: none, static, wss, rwss, hec, larc.
     /// Given, the replay runs in time windows and reports per-window series.
-    #[arg(long, value_delimiter = ',', value_parser = parse_allocation)]
+    #[arg(long, value_delimiter = ',')]
     allocation: Vec<AllocationMethod>,
     /// N of RWS_N for rwss (a block is admitted on access N + 1), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1", allow_hyphen_values = true, value_parser = parse_rws_n)]
@@ -154,22 +154,22 @@ struct AllocationArgs {
     #[arg(long, default_value = "24h", value_parser = parse_positive_duration, allow_hyphen_values = true)]
     window: u64,
     /// Demand predictor: last, exp, exp-self, dexp, dexp-self.
-    #[arg(long, default_value = "exp-self", value_parser = parse_predictor)]
+    #[arg(long, default_value = "exp-self")]
     predictor: PredictorKind,
     /// Turn the outlier filter (n = 20, lambda = 5) off.
     #[arg(long)]
     no_outlier_filter: bool,
     /// Staging for rwss: address, data or hybrid (1:7).
-    #[arg(long, default_value = "hybrid", value_parser = parse_staging)]
+    #[arg(long, default_value = "hybrid")]
     staging: StagingKind,
     /// Staging memory for rwss (default: 256MiB, or a quarter of a smaller cache).
     #[arg(long, value_parser = parse_positive_size, allow_hyphen_values = true)]
     staging_size: Option<u64>,
     /// Spare capacity: proportional (shared out by demand) or idle (left unused).
-    #[arg(long, default_value = "proportional", value_parser = parse_spare)]
+    #[arg(long, default_value = "proportional")]
     spare: Spare,
     /// gradual (excess reclaimed at replacement) or strict (excess dropped at each window start).
-    #[arg(long, default_value = "gradual", value_parser = parse_enforcement)]
+    #[arg(long, default_value = "gradual")]
     enforcement: Enforcement,
 }
 
@@ -294,19 +294,19 @@ struct WindowProfileArgs {
     #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = parse_rws_n)]
     rws_n: u32,
     /// Demand predictor: last, exp, exp-self, dexp, dexp-self.
-    #[arg(long, default_value = "exp-self", value_parser = parse_predictor)]
+    #[arg(long, default_value = "exp-self")]
     predictor: PredictorKind,
     /// Staging: address, data or hybrid.
-    #[arg(long, default_value = "hybrid", value_parser = parse_staging)]
+    #[arg(long, default_value = "hybrid")]
     staging: StagingKind,
     /// Staging memory (default: 256MiB, or a quarter of a smaller cache).
     #[arg(long, value_parser = parse_positive_size, allow_hyphen_values = true)]
     staging_size: Option<u64>,
     /// Spare capacity: proportional or idle.
-    #[arg(long, default_value = "proportional", value_parser = parse_spare)]
+    #[arg(long, default_value = "proportional")]
     spare: Spare,
     /// gradual or strict share enforcement.
-    #[arg(long, default_value = "gradual", value_parser = parse_enforcement)]
+    #[arg(long, default_value = "gradual")]
     enforcement: Enforcement,
     /// Write the profile as JSON to this file.
     #[arg(long)]
@@ -351,7 +351,7 @@ struct DemoArgs {
     #[arg(long, default_value = "out")]
     out: PathBuf,
     /// Replacement policies to compare.
-    #[arg(long, value_delimiter = ',', default_value = "lru,arc,s3fifo", value_parser = parse_policy)]
+    #[arg(long, value_delimiter = ',', default_value = "lru,arc,s3fifo")]
     policy: Vec<PolicyKind>,
     /// Cache sizes.
     #[arg(long, value_delimiter = ',', default_value = "64MiB,256MiB,1GiB,4GiB", value_parser = parse_positive_size)]
@@ -361,33 +361,6 @@ struct DemoArgs {
     quiet: bool,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse()
-}
-fn parse_policy(s: &str) -> Result<PolicyKind, String> {
-    s.parse()
-}
-fn parse_write_policy(s: &str) -> Result<WritePolicy, String> {
-    s.parse()
-}
-fn parse_mode(s: &str) -> Result<Mode, String> {
-    s.parse()
-}
-fn parse_allocation(s: &str) -> Result<AllocationMethod, String> {
-    s.parse()
-}
-fn parse_predictor(s: &str) -> Result<PredictorKind, String> {
-    s.parse()
-}
-fn parse_staging(s: &str) -> Result<StagingKind, String> {
-    s.parse()
-}
-fn parse_spare(s: &str) -> Result<Spare, String> {
-    s.parse()
-}
-fn parse_enforcement(s: &str) -> Result<Enforcement, String> {
-    s.parse()
-}
 fn parse_rws_n(s: &str) -> Result<u32, String> {
     let n: i64 = s.trim().parse().map_err(|_| format!("N of RWS_N must be a whole number, got {s:?}"))?;
     if n < 0 {

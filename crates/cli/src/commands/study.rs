@@ -15,7 +15,7 @@ use cloudcache_sim::LoadedTrace;
 use cloudcache_trace::units::parse_duration;
 use serde::Serialize;
 
-use super::{parse_write_policy, write_file, ReadArgs};
+use super::{write_file, ReadArgs};
 use crate::progress;
 use crate::units::parse_size;
 
@@ -214,7 +214,7 @@ pub struct RestartArgs {
     #[arg(long, value_delimiter = ',', required = true, value_parser = parse_duration_arg)]
     reboot_at: Vec<u64>,
     /// Write policy of the cache.
-    #[arg(long, default_value = "write-back", value_parser = parse_write_policy)]
+    #[arg(long, default_value = "write-back")]
     write_policy: WritePolicy,
 }
 
@@ -340,7 +340,7 @@ fn render_timed(r: &TimedResult) -> String {
 pub fn latency(args: LatencyArgs) -> Result<()> {
     let policy = match args.write_policy.as_str() {
         "none" | "no-cache" => None,
-        p => Some(parse_write_policy(p).map_err(anyhow::Error::msg)?),
+        p => Some(p.parse::<WritePolicy>().map_err(anyhow::Error::msg)?),
     };
     let (trace, model) = args.timed.load()?;
     let cache = match policy {
