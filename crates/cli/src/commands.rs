@@ -153,6 +153,14 @@ struct AllocationArgs {
     /// Window length in trace time (e.g. 30min, 12h, 2d).
     #[arg(long, default_value = "24h", value_parser = parse_positive_duration, allow_hyphen_values = true)]
     window: u64,
+    #[command(flatten)]
+    tuning: AllocationTuning,
+}
+
+/// How demand-driven allocation predicts, stages and enforces (shared by
+/// `sim --allocation` and `window-profile`).
+#[derive(Args, Debug, Clone)]
+struct AllocationTuning {
     /// Demand predictor: last, exp, exp-self, dexp, dexp-self.
     #[arg(long, default_value = "exp-self")]
     predictor: PredictorKind,
@@ -173,9 +181,23 @@ struct AllocationArgs {
     enforcement: Enforcement,
 }
 
-/// Staging memory when none is given: the seed's 256 MiB, capped at a
-/// quarter of the cache so small caches still work.
-const DEFAULT_STAGING_BYTES: u64 = 256 << 20;
+impl AllocationTuning {
+    /// A run of `method` with N = `rws_n` and windows of `window_ns` on a
+    /// cache of `cache_size` bytes.
+    fn spec(&self, method: AllocationMethod, rws_n: u32, window_ns: u64, cache_size: u64) -> AllocationSpec {
+        AllocationSpec {
+            method,
+            rws_n,
+            window_ns,
+            predictor: self.predictor,
+            outlier_filter: !self.no_outlier_filter,
+            staging: self.staging,
+            staging_bytes: self.staging_size.unwrap_or(AllocationSpec::default_staging_bytes(cache_size)),
+            spare: self.spare,
+            enforcement: self.enforcement,
+        }
+    }
+}
 
 /// Most windows a replay may have (each stores a point per volume).
 const MAX_WINDOWS: u64 = 100_000;
@@ -183,22 +205,11 @@ const MAX_WINDOWS: u64 = 100_000;
 impl AllocationArgs {
     /// The allocation runs for a cache of `cache_size` bytes.
     fn specs(&self, cache_size: u64) -> Vec<AllocationSpec> {
-        let staging_bytes = self.staging_size.unwrap_or(DEFAULT_STAGING_BYTES.min(cache_size / 4));
         let mut specs = Vec::new();
         for &method in &self.allocation {
             let ns: &[u32] = if method == AllocationMethod::Rwss { &self.rws_n } else { &[1] };
             for &rws_n in ns {
-                specs.push(AllocationSpec {
-                    method,
-                    rws_n,
-                    window_ns: self.window,
-                    predictor: self.predictor,
-                    outlier_filter: !self.no_outlier_filter,
-                    staging: self.staging,
-                    staging_bytes,
-                    spare: self.spare,
-                    enforcement: self.enforcement,
-                });
+                specs.push(self.tuning.spec(method, rws_n, self.window, cache_size));
             }
         }
         specs
@@ -293,21 +304,8 @@ struct WindowProfileArgs {
     /// N of RWS_N.
     #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = parse_rws_n)]
     rws_n: u32,
-    /// Demand predictor: last, exp, exp-self, dexp, dexp-self.
-    #[arg(long, default_value = "exp-self")]
-    predictor: PredictorKind,
-    /// Staging: address, data or hybrid.
-    #[arg(long, default_value = "hybrid")]
-    staging: StagingKind,
-    /// Staging memory (default: 256MiB, or a quarter of a smaller cache).
-    #[arg(long, value_parser = parse_positive_size, allow_hyphen_values = true)]
-    staging_size: Option<u64>,
-    /// Spare capacity: proportional or idle.
-    #[arg(long, default_value = "proportional")]
-    spare: Spare,
-    /// gradual or strict share enforcement.
-    #[arg(long, default_value = "gradual")]
-    enforcement: Enforcement,
+    #[command(flatten)]
+    tuning: AllocationTuning,
     /// Write the profile as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -439,17 +437,7 @@ fn window_profile(args: WindowProfileArgs) -> Result<()> {
         block_size: args.block_size,
         ..CacheConfig::default()
     };
-    let spec = AllocationSpec {
-        method: AllocationMethod::Rwss,
-        rws_n: args.rws_n,
-        window_ns: args.windows[0],
-        predictor: args.predictor,
-        outlier_filter: true,
-        staging: args.staging,
-        staging_bytes: args.staging_size.unwrap_or(DEFAULT_STAGING_BYTES.min(args.cache_size / 4)),
-        spare: args.spare,
-        enforcement: args.enforcement,
-    };
+    let spec = args.tuning.spec(AllocationMethod::Rwss, args.rws_n, args.windows[0], args.cache_size);
     let mut checked = config.clone();
     spec.configure(&mut checked);
     checked.validate()?;

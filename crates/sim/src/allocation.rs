@@ -135,7 +135,17 @@ pub struct AllocationSpec {
     pub enforcement: Enforcement,
 }
 
+/// Staging memory when none is given: the seed's 256 MiB.
+pub const DEFAULT_STAGING_BYTES: u64 = 256 << 20;
+
 impl AllocationSpec {
+    /// Staging memory for a cache of `cache_bytes` when none is given: the
+    /// seed's 256 MiB, capped at a quarter of a smaller cache so that the
+    /// default works at every size (staging larger than the cache is an error).
+    pub fn default_staging_bytes(cache_bytes: u64) -> u64 {
+        DEFAULT_STAGING_BYTES.min(cache_bytes / 4)
+    }
+
     /// The result label: "rwss1", "wss", "none" ...
     pub fn label(&self) -> String {
         match self.method {
