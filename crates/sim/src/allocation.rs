@@ -12,9 +12,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use cloudcache_demand::{
-    allocate, equal_shares, DemandMeasure, DemandTracker, Forecaster, OutlierFilter, PredictorKind, Spare,
-};
+use cloudcache_demand::{Controller, ControllerConfig, DemandMeasure, PredictorKind, Spare, VolumeWindow};
 use cloudcache_engine::{Admission, Cache, CacheConfig, Counters, ShareMode, StagingKind};
 use cloudcache_trace::Op;
 use serde::Serialize;
@@ -268,16 +266,23 @@ pub fn replay_with_allocation(
     let shift = block_size.trailing_zeros();
     let capacity_blocks = cache.capacity_weight();
     let volumes = trace.volume_names.len().max(1);
-    let measure = spec.measure(block_size);
-    let filter = || spec.outlier_filter.then(OutlierFilter::seed_default);
+    let controller = Controller::new(
+        ControllerConfig {
+            measure: spec.measure(block_size),
+            predictor: spec.predictor,
+            outlier_filter: spec.outlier_filter,
+            spare: spec.spare,
+            follow_demand: spec.follows_demand(),
+        },
+        volumes,
+        capacity_blocks,
+    );
     let mut run = WindowedRun {
         spec: *spec,
         block_size,
         capacity_blocks,
-        trackers: vec![DemandTracker::new(measure); volumes],
-        forecasters: vec![Forecaster::new(spec.predictor, filter()); volumes],
-        shares: Vec::new(),
-        predicted: vec![None; volumes],
+        controller,
+        finished: Vec::with_capacity(volumes),
         counters_at_start: vec![Counters::default(); volumes],
         outcome: AllocationOutcome {
             volumes: vec![VolumeAllocation::default(); volumes],
@@ -291,9 +296,8 @@ pub fn replay_with_allocation(
         after_warmup_time: 0.0,
         occupancy: OccupancySampler::new(volumes),
     };
-    equal_shares(capacity_blocks, volumes, &mut run.shares);
     if spec.method != AllocationMethod::None {
-        cache.set_shares(&run.shares, spec.share_mode());
+        cache.set_shares(run.controller.shares(), spec.share_mode());
     }
     let Some(first) = trace.requests.first() else { return run.outcome };
     let window = spec.window_ns.max(1);
@@ -321,7 +325,7 @@ pub fn replay_with_allocation(
         if r.op != Op::Trim && r.len > 0 {
             let first_block = r.offset >> shift;
             let last_block = (r.offset.saturating_add(r.len) - 1) >> shift;
-            run.trackers[r.volume as usize].access(first_block, last_block - first_block + 1);
+            run.controller.access(r.volume as usize, first_block, last_block - first_block + 1);
         }
         cache.handle(r.volume, r.op, r.offset, r.len);
         if let Some(flash) = flash.as_deref_mut() {
@@ -343,12 +347,9 @@ struct WindowedRun {
     spec: AllocationSpec,
     block_size: u64,
     capacity_blocks: u64,
-    trackers: Vec<DemandTracker>,
-    forecasters: Vec<Forecaster>,
-    /// Shares in force, in blocks.
-    shares: Vec<u64>,
-    /// Forecast in force for the current window, in blocks.
-    predicted: Vec<Option<u64>>,
+    controller: Controller,
+    /// The last closed window, per volume (reused buffer).
+    finished: Vec<VolumeWindow>,
     counters_at_start: Vec<Counters>,
     outcome: AllocationOutcome,
     allocated_time_sum: f64,
@@ -361,13 +362,6 @@ struct WindowedRun {
 }
 
 impl WindowedRun {
-    fn allocated_blocks(&self, volume: usize) -> u64 {
-        match self.spec.method {
-            AllocationMethod::None => self.capacity_blocks,
-            _ => self.shares.get(volume).copied().unwrap_or(0),
-        }
-    }
-
     fn sample(&mut self, cache: &Cache) {
         self.occupancy.sample(cache, self.block_size);
     }
@@ -382,10 +376,10 @@ impl WindowedRun {
     ) {
         let bs = self.block_size;
         let seconds = duration_ns as f64 / 1e9;
-        let whole_allocation = match self.spec.method {
-            AllocationMethod::None => self.capacity_blocks,
-            _ => self.shares.iter().sum(),
-        };
+        // Without allocation every volume may use the whole cache.
+        let shared = self.spec.method == AllocationMethod::None;
+        let whole_allocation =
+            if shared { self.capacity_blocks } else { self.controller.shares().iter().sum() };
         self.allocated_time_sum += (whole_allocation * bs) as f64 * seconds;
         self.outcome.peak_allocated_bytes = self.outcome.peak_allocated_bytes.max(whole_allocation * bs);
         self.total_time += seconds;
@@ -394,45 +388,34 @@ impl WindowedRun {
             self.after_warmup_time += seconds;
         }
         self.windows_closed += 1;
-        let mut demands = Vec::with_capacity(self.trackers.len());
-        for v in 0..self.trackers.len() {
-            let demand = self.trackers[v].end_window();
-            let filtered = self.forecasters[v].observe(demand.demand_blocks as f64);
-            let forecast = self.forecasters[v].forecast().map(|f| f.ceil() as u64);
+        self.controller.close_window(&mut self.finished);
+        for (v, window) in self.finished.iter().enumerate() {
             let state = cache.volumes().get(v).copied().unwrap_or_default();
             let before = self.counters_at_start[v];
             let accesses = state.counters.block_accesses - before.block_accesses;
             let hits = state.counters.block_hits - before.block_hits;
             self.counters_at_start[v] = state.counters;
-            let allocated = self.allocated_blocks(v) * bs;
+            let allocated = if shared { self.capacity_blocks } else { window.share_blocks } * bs;
             self.volume_allocated_time_sum[v] += allocated as f64 * seconds;
             let volume = &mut self.outcome.volumes[v];
             volume.peak_allocated_bytes = volume.peak_allocated_bytes.max(allocated);
             volume.windows.push(WindowPoint {
                 start_seconds: start_ns as f64 / 1e9,
                 duration_seconds: seconds,
-                working_set_bytes: demand.working_set_blocks * bs,
-                observed_demand_bytes: demand.demand_blocks * bs,
-                filtered_demand_bytes: (filtered * bs as f64).round() as u64,
-                predicted_demand_bytes: self.predicted[v].map(|p| p * bs),
+                working_set_bytes: window.demand.working_set_blocks * bs,
+                observed_demand_bytes: window.demand.demand_blocks * bs,
+                filtered_demand_bytes: (window.filtered_demand_blocks * bs as f64).round() as u64,
+                predicted_demand_bytes: window.predicted_demand_blocks.map(|p| p * bs),
                 allocated_bytes: allocated,
                 occupied_bytes: state.cached_weight * bs,
                 block_hit_ratio: (accesses > 0).then(|| hits as f64 / accesses as f64),
             });
-            self.predicted[v] = forecast;
-            demands.push(forecast.unwrap_or(0));
         }
-        if self.spec.follows_demand() {
-            let mut shares = std::mem::take(&mut self.shares);
-            allocate(self.capacity_blocks, &demands, self.spec.spare, &mut shares);
-            self.shares = shares;
-            cache.set_shares(&self.shares, self.spec.share_mode());
-        } else if self.spec.method == AllocationMethod::Static {
-            // Fixed shares; strict mode still drops any excess at the boundary.
-            cache.set_shares(&self.shares, self.spec.share_mode());
-        } else {
+        if shared {
             return;
         }
+        // Static shares are set again too: strict mode drops any excess.
+        cache.set_shares(self.controller.shares(), self.spec.share_mode());
         if let Some(flash) = flash {
             flash.apply(cache.actions());
         }
