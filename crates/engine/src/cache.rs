@@ -76,6 +76,8 @@ pub struct Cache {
     dirty_high_blocks: Option<u64>,
     dirty_low_blocks: u64,
     volumes: Vec<VolumeState>,
+    /// Write policy of each volume (the configured one until changed).
+    write_policies: Vec<WritePolicy>,
     /// Admission state of each volume (empty when every miss is admitted).
     admission: Vec<VolumeAdmission>,
     shares: Option<Shares>,
@@ -125,6 +127,7 @@ impl Cache {
             dirty_high_blocks,
             dirty_low_blocks,
             volumes: Vec::new(),
+            write_policies: Vec::new(),
             admission: Vec::new(),
             shares: None,
             actions: Vec::new(),
@@ -284,12 +287,109 @@ impl Cache {
         written
     }
 
+    /// Write back up to `limit` of the oldest dirty blocks (they stay
+    /// cached, clean): a background cleaner's step. Needs the dirty order
+    /// (`keep_dirty_order` or the dirty watermarks). Returns how many;
+    /// [`Cache::actions`] lists their `WriteBack`s.
+    pub fn write_back_oldest(&mut self, limit: u64) -> u64 {
+        assert!(self.tracks_dirty_order(), "write_back_oldest needs keep_dirty_order or dirty watermarks");
+        self.actions.clear();
+        let mut written = 0;
+        while written < limit {
+            let Some(slot) = self.dirty_list.back() else { break };
+            self.clean(slot);
+            written += 1;
+        }
+        written
+    }
+
+    /// Set `volume`'s write policy from now on. Blocks already dirty stay
+    /// dirty (a driver that leaves write-back calls [`Cache::write_back_all`]
+    /// for the volume); writes that bypass the cache settle them first.
+    pub fn set_write_policy(&mut self, volume: VolumeId, policy: WritePolicy) {
+        if volume as usize >= self.volumes.len() {
+            self.add_volumes(volume as usize + 1);
+        }
+        self.write_policies[volume as usize] = policy;
+    }
+
+    /// `volume`'s write policy.
+    pub fn write_policy(&self, volume: VolumeId) -> WritePolicy {
+        self.write_policies.get(volume as usize).copied().unwrap_or(self.config.write_policy)
+    }
+
+    /// A write-back of `key` failed after the engine counted it clean: the
+    /// cache still holds the only current copy, so it is dirty again. False
+    /// if `key` is no longer cached (the driver must keep its data).
+    pub fn mark_dirty_again(&mut self, key: BlockKey) -> bool {
+        self.actions.clear();
+        match self.map.lookup(key) {
+            Some(slot) => {
+                self.mark_dirty(slot);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forget a cached block whose flash copy is unusable (a failed flash
+    /// write or a failed checksum). A dirty block stays counted dirty in the
+    /// driver's hands: the caller must have its data. With
+    /// `record_actions`, [`Cache::actions`] lists the `Invalidate`.
+    pub fn forget(&mut self, key: BlockKey) -> bool {
+        self.actions.clear();
+        match self.map.lookup(key) {
+            Some(slot) => {
+                if self.dirty[slot as usize] {
+                    self.unmark_dirty(slot);
+                }
+                self.drop_slot(slot);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Put `key` into the cache as a driver found it on restart (a warm
+    /// cache), in the slot it occupies on flash. Slots must come in
+    /// increasing order, before any request; the restored blocks enter the
+    /// replacement order in that order. False if the key is already cached
+    /// or the slot is out of order or beyond the capacity.
+    pub fn restore(&mut self, key: BlockKey, slot: Slot, dirty: bool) -> bool {
+        if key.volume as usize >= self.volumes.len() {
+            self.add_volumes(key.volume as usize + 1);
+        }
+        let in_order = slot as usize >= self.keys.len() && (slot as u64) < self.capacity;
+        if !in_order || self.map.lookup(key).is_some() || self.config.mode != Mode::Block {
+            return false;
+        }
+        while self.keys.len() < slot as usize {
+            let skipped = self.grow_slots();
+            self.free.push(skipped);
+        }
+        self.grow_slots();
+        let s = slot as usize;
+        self.keys[s] = key;
+        let hash = SlotMap::hash(key);
+        self.map.insert_new(key, hash, slot);
+        self.policy.insert(slot, key, 1);
+        self.used += 1;
+        let state = &mut self.volumes[key.volume as usize];
+        state.cached_items += 1;
+        state.cached_weight += 1;
+        if dirty {
+            self.mark_dirty(slot);
+        }
+        true
+    }
+
     fn tracks_dirty_order(&self) -> bool {
-        self.dirty_high_blocks.is_some()
+        self.dirty_high_blocks.is_some() || self.config.keep_dirty_order
     }
 
     fn add_volumes(&mut self, count: usize) {
         self.volumes.resize(count, VolumeState::default());
+        self.write_policies.resize(count, self.config.write_policy);
         if self.config.admission != Admission::Always {
             while self.admission.len() < count {
                 let share = self.share_of(self.admission.len() as VolumeId);
@@ -450,7 +550,8 @@ impl Cache {
         let v = key.volume as usize;
         let hash = SlotMap::hash(key);
         let cached = self.map.get(key, hash);
-        match self.config.write_policy {
+        let write_policy = self.write_policies[v];
+        match write_policy {
             WritePolicy::WriteBack | WritePolicy::WriteThrough => {
                 let slot = match cached {
                     Some(slot) => {
@@ -485,7 +586,7 @@ impl Cache {
                 };
                 self.volumes[v].counters.flash_write_blocks += 1;
                 self.record(Action::FlashWrite { key, slot });
-                if self.config.write_policy == WritePolicy::WriteBack {
+                if write_policy == WritePolicy::WriteBack {
                     self.mark_dirty(slot);
                 } else {
                     self.volumes[v].counters.backend_write_blocks += 1;
@@ -706,9 +807,14 @@ impl Cache {
     }
 
     fn take_free_slot(&mut self) -> Slot {
-        if let Some(slot) = self.free.pop() {
-            return slot;
+        match self.free.pop() {
+            Some(slot) => slot,
+            None => self.grow_slots(),
         }
+    }
+
+    /// A new slot at the end of the slot table.
+    fn grow_slots(&mut self) -> Slot {
         let slot = self.keys.len() as Slot;
         let slots = self.keys.len() + 1;
         self.keys.push(BlockKey::default());
@@ -884,6 +990,72 @@ mod tests {
         );
         let n = c.counters();
         assert_eq!((n.evictions, n.dirty_evictions, n.backend_write_blocks), (1, 1, 1));
+    }
+
+    #[test]
+    fn write_policy_is_per_volume() {
+        let mut c = cache(8, WritePolicy::WriteBack);
+        c.set_write_policy(1, WritePolicy::WriteThrough);
+        c.handle(0, Op::Write, 0, K);
+        c.handle(1, Op::Write, 0, K);
+        assert_eq!(
+            c.actions(),
+            &[
+                Action::FlashWrite { key: BlockKey::new(1, 0), slot: 1 },
+                Action::BackendWrite { key: BlockKey::new(1, 0) },
+            ]
+        );
+        assert_eq!((c.volumes()[0].dirty_blocks, c.volumes()[1].dirty_blocks), (1, 0));
+        assert_eq!(c.write_policy(1), WritePolicy::WriteThrough);
+    }
+
+    #[test]
+    fn background_cleaning_takes_the_oldest_dirty_blocks() {
+        let mut c = Cache::new(CacheConfig {
+            capacity_bytes: 8 * K,
+            record_actions: true,
+            keep_dirty_order: true,
+            ..CacheConfig::default()
+        })
+        .unwrap();
+        for block in [3, 1, 2] {
+            c.handle(0, Op::Write, block * K, K);
+        }
+        c.handle(0, Op::Write, 3 * K, K); // rewritten: now the youngest
+        assert_eq!(c.write_back_oldest(2), 2);
+        let keys: Vec<u64> = c
+            .actions()
+            .iter()
+            .map(|a| match a {
+                Action::WriteBack { key, .. } => key.block,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(keys, [1, 2]);
+        assert_eq!(c.dirty_blocks(), 1);
+        // A failed write-back makes the block dirty again, flushed last.
+        assert!(c.mark_dirty_again(BlockKey::new(0, 1)));
+        assert_eq!(c.write_back_oldest(10), 2);
+        assert!(matches!(c.actions()[1], Action::WriteBack { key, .. } if key.block == 1));
+        assert!(!c.mark_dirty_again(BlockKey::new(0, 99)));
+    }
+
+    #[test]
+    fn forget_and_restore() {
+        let mut c = cache(4, WritePolicy::WriteBack);
+        assert!(c.restore(BlockKey::new(0, 7), 2, true));
+        assert!(c.restore(BlockKey::new(1, 7), 3, false));
+        assert!(!c.restore(BlockKey::new(0, 8), 1, false), "slots come in increasing order");
+        assert!(!c.restore(BlockKey::new(0, 9), 4, false), "beyond capacity");
+        assert_eq!(c.lookup(BlockKey::new(0, 7)), Some((2, true)));
+        assert_eq!((c.cached_items(), c.dirty_blocks()), (2, 1));
+        // The skipped slots are free for new blocks; nothing is evicted.
+        c.handle(0, Op::Read, 0, 2 * K);
+        assert_eq!(c.counters().evictions, 0);
+        assert!(c.forget(BlockKey::new(0, 7)));
+        assert_eq!(c.actions(), &[Action::Invalidate { key: BlockKey::new(0, 7), slot: 2 }]);
+        assert_eq!((c.cached_items(), c.dirty_blocks()), (3, 0));
+        assert!(!c.forget(BlockKey::new(0, 7)));
     }
 
     #[test]

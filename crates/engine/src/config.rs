@@ -124,6 +124,10 @@ pub struct CacheConfig {
     /// Keep an LRU list per volume so per-volume shares can be enforced at
     /// replacement time ([`crate::Cache::set_shares`]); needs the LRU policy.
     pub partitioned: bool,
+    /// Keep dirty blocks in write order even without dirty watermarks, so a
+    /// driver's background cleaner can call
+    /// [`crate::Cache::write_back_oldest`].
+    pub keep_dirty_order: bool,
 }
 
 impl Default for CacheConfig {
@@ -140,6 +144,7 @@ impl Default for CacheConfig {
             expected_items: 0,
             admission: Admission::Always,
             partitioned: false,
+            keep_dirty_order: false,
         }
     }
 }
