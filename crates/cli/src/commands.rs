@@ -53,6 +53,10 @@ enum Command {
     Mrc(MrcArgs),
     /// Characterize a trace: curves, working sets, reuse, sequentiality, content; writes a report directory.
     Analyze(AnalyzeArgs),
+    /// Serve VM disks over NBD, cached on this host's flash (docs/server.md).
+    Serve(Box<crate::serve::ServeArgs>),
+    /// Verify a flash store offline (and with --repair, repair it).
+    Check(crate::serve::CheckArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -372,6 +376,14 @@ fn parse_rws_n(s: &str) -> Result<u32, String> {
 }
 
 /// Run a parsed command line.
+impl Cli {
+    /// Whether the command is the long-running server (which must survive
+    /// clients that hang up).
+    pub fn is_server(&self) -> bool {
+        matches!(self.command, Command::Serve(_))
+    }
+}
+
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Sim(args) => sim(*args),
@@ -385,6 +397,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Offline(args) => crate::offline::offline(args),
         Command::Mrc(args) => analysis_commands::mrc(args),
         Command::Analyze(args) => analysis_commands::analyze(args),
+        Command::Serve(args) => crate::serve::serve(*args),
+        Command::Check(args) => crate::serve::check(args),
     }
 }
 

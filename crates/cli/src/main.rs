@@ -6,6 +6,7 @@ mod analysis_commands;
 mod commands;
 mod offline;
 mod progress;
+mod serve;
 mod units;
 
 use std::process::ExitCode;
@@ -13,8 +14,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    restore_default_sigpipe();
     let cli = commands::Cli::parse();
+    if !cli.is_server() {
+        restore_default_sigpipe();
+    }
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -27,8 +30,7 @@ fn main() -> ExitCode {
 /// Let a closed pipe end the process quietly, as it ends `cat` or `grep`
 /// (`cloudcache mrc TRACE | head`), instead of every print panicking on
 /// EPIPE: Rust starts programs with SIGPIPE ignored. Files are unaffected.
-/// A future long-running server command must not do this: a client closing
-/// its socket would kill it.
+/// The server must not do this: a client closing its socket would kill it.
 #[cfg(unix)]
 fn restore_default_sigpipe() {
     // SAFETY: called first thing in main, before any thread exists;

@@ -237,6 +237,7 @@ fn config(
         expected_items: 0,
         admission: Admission::Always,
         partitioned: false,
+        keep_dirty_order: false,
     }
 }
 

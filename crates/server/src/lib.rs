@@ -6,4 +6,11 @@
 //! wall-clock windows to share the flash among volumes.
 
 pub mod backend;
+pub mod config;
+pub mod core;
+pub mod lanes;
 pub mod nbd;
+pub mod server;
+pub mod store;
+pub mod volume;
+pub mod workers;

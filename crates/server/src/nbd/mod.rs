@@ -2,4 +2,7 @@
 //! qemu, nbdcopy and fio speak to, and the client side used to reach a
 //! remote backend.
 
+pub mod handshake;
 pub mod proto;
+pub mod stream;
+pub mod transmission;
