@@ -3,8 +3,10 @@
 //! so its methods take `&self` and may run concurrently.
 
 mod file;
+mod nbd;
 
 pub use file::FileBackend;
+pub use nbd::{NbdBackend, NbdBackendOptions};
 
 use std::io;
 
@@ -34,7 +36,7 @@ pub trait Backend: Send + Sync {
     /// The allocation map of `[offset, offset + len)`, in order, covering
     /// at least a prefix of the range. Reporting data everywhere is always
     /// correct.
-    fn extents(&self, offset: u64, len: u64) -> io::Result<Vec<Extent>> {
+    fn extents(&self, _offset: u64, len: u64) -> io::Result<Vec<Extent>> {
         Ok(vec![Extent { len, flags: 0 }])
     }
     /// What it is, for logs and the admin API (a path or a URI).

@@ -2,4 +2,6 @@
 //! qemu, nbdcopy and fio speak to, and the client side used to reach a
 //! remote backend.
 
+pub mod client;
 pub mod proto;
+pub mod uri;
