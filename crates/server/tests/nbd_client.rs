@@ -79,7 +79,7 @@ impl Server {
         let pidfile = socket.with_extension("pid");
         let _ = std::fs::remove_file(&pidfile);
         let child = Command::new("nbdkit")
-            .arg("-f")
+            .args(["-f", "--exit-with-parent"])
             .arg("-U")
             .arg(socket)
             .arg("-P")
@@ -110,7 +110,7 @@ impl Server {
         let pidfile = dir.path("nbdkit.pid");
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new("nbdkit")
-            .args(["-f", "-i", "127.0.0.1", "-p", &port.to_string(), "-P"])
+            .args(["-f", "--exit-with-parent", "-i", "127.0.0.1", "-p", &port.to_string(), "-P"])
             .arg(&pidfile)
             .args(args)
             .stdout(Stdio::null())

@@ -11,7 +11,9 @@
 //!
 //! A `Client` has one request in flight at a time (its methods take
 //! `&mut self`); parallelism comes from several connections. Requests larger
-//! than the server's maximum block size are split. An error the server
+//! than the server's maximum block size are split; alignment to a minimum
+//! block size above 1 is the caller's job (the cache issues whole blocks),
+//! and a misaligned request gets the server's EINVAL. An error the server
 //! reports (an NBD errno) comes back as an [`io::Error`] carrying a
 //! [`ServerError`] and leaves the connection usable; anything else (a
 //! dropped connection, a timeout, a protocol violation) marks it broken, and
