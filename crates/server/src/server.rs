@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cloudcache_engine::{BlockKey, CacheConfig, WritePolicy};
 
-use crate::backend::{Backend, FileBackend};
+use crate::backend::{Backend, FileBackend, NbdBackend};
 use crate::config::{ServerConfig, ShutdownMode, VolumeConfig};
 use crate::core::{CacheCore, CoreConfig, Scratch};
 use crate::nbd::handshake::{self, Exports, HandshakeEnd};
@@ -406,8 +406,8 @@ impl Exports for Server {
 
 /// Opens a backend from a path or an NBD URI.
 pub fn open_backend(spec: &str) -> Result<Arc<dyn Backend>, String> {
-    if spec.starts_with("nbd://") || spec.starts_with("nbd+unix://") || spec.starts_with("nbds") {
-        return Err(format!("backend {spec}: remote NBD backends are not available in this build yet"));
+    if spec.contains("://") {
+        return NbdBackend::open(spec).map(|b| Arc::new(b) as Arc<dyn Backend>).map_err(|e| e.to_string());
     }
     FileBackend::open(Path::new(spec)).map(|b| Arc::new(b) as Arc<dyn Backend>).map_err(|e| e.to_string())
 }

@@ -3,8 +3,10 @@
 //! so its methods take `&self` and may run concurrently.
 
 mod file;
+mod nbd;
 
 pub use file::FileBackend;
+pub use nbd::{NbdBackend, NbdBackendOptions};
 
 use std::io;
 

@@ -2,7 +2,9 @@
 //! qemu, nbdcopy and fio speak to, and the client side used to reach a
 //! remote backend.
 
+pub mod client;
 pub mod handshake;
 pub mod proto;
 pub mod stream;
 pub mod transmission;
+pub mod uri;

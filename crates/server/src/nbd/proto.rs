@@ -3,6 +3,8 @@
 
 /// "NBDMAGIC": the first 8 bytes a server sends.
 pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
+/// The oldstyle handshake magic (obsolete; recognised only to refuse it).
+pub const OLDSTYLE_MAGIC: u64 = 0x0000_4202_8186_1253;
 /// "IHAVEOPT": the newstyle magic, and the prefix of every client option.
 pub const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
 /// Prefix of every option reply.
@@ -180,7 +182,7 @@ pub const MAX_OPTION_LENGTH: u32 = 64 << 10;
 
 /// Maps a host I/O error to the NBD error number sent to the client.
 pub fn errno_of(error: &std::io::Error) -> u32 {
-    match error.raw_os_error() {
+    match error.raw_os_error().or_else(|| crate::nbd::client::remote_errno(error)) {
         Some(libc::EPERM) | Some(libc::EACCES) | Some(libc::EROFS) => EPERM,
         Some(libc::ENOMEM) => ENOMEM,
         Some(libc::EINVAL) => EINVAL,
