@@ -53,6 +53,8 @@ pub struct Scratch {
     backend_writes: Vec<(u64, u64)>,
     /// Blocks whose backend read failed in this request.
     failed: Vec<u64>,
+    /// Actions already carried out ahead of their turn.
+    done_early: Vec<bool>,
 }
 
 /// What a request is, for carrying out its actions.
@@ -535,6 +537,7 @@ impl CacheCore {
         let mut flash_writes = 0;
         // Partial edge blocks of a write whose old data has been merged in.
         let mut merged = [false; 2];
+        self.release_persisted_victims(store, s);
         for i in 0..s.actions.len() {
             match s.actions[i] {
                 Action::FlashRead { key, slot } => {
@@ -637,6 +640,9 @@ impl CacheCore {
                     }
                 }
                 Action::WriteBack { key, slot } => {
+                    if s.done_early.get(i).copied().unwrap_or(false) {
+                        continue;
+                    }
                     let evicting = s.actions[i + 1..]
                         .iter()
                         .any(|a| matches!(a, Action::Evict { slot: s2, .. } if *s2 == slot));
@@ -685,6 +691,55 @@ impl CacheCore {
             }
         }
         error.map_or(Ok(()), Err)
+    }
+
+    /// Victims whose dirty entry is on flash cost a backend flush and a
+    /// metadata persist before their slot may be reused ([`Self::release_slot`]).
+    /// Doing that once per request rather than once per victim: write them
+    /// all back first, then flush and persist once. Only victims whose slot
+    /// no earlier action of the request touches are moved ahead, so every
+    /// slot still sees its operations in the engine's order.
+    fn release_persisted_victims(&self, store: &FlashStore, s: &mut Scratch) {
+        s.done_early.clear();
+        let victims = s.actions.iter().filter(|a| matches!(a, Action::Evict { slot, .. } if store.persisted_dirty(*slot))).count();
+        if victims < 2 {
+            return;
+        }
+        s.done_early.resize(s.actions.len(), false);
+        let mut volumes: Vec<u32> = Vec::new();
+        let mut released = 0;
+        for i in 0..s.actions.len() {
+            let Action::Evict { key, slot } = s.actions[i] else { continue };
+            if !store.persisted_dirty(slot) {
+                continue;
+            }
+            let touched_before = s.actions[..i].iter().any(|a| match *a {
+                Action::FlashWrite { slot: t, .. } | Action::Evict { slot: t, .. } | Action::Invalidate { slot: t, .. } => t == slot,
+                _ => false,
+            });
+            let write_back = s.actions[..i]
+                .iter()
+                .rposition(|a| matches!(*a, Action::WriteBack { slot: t, .. } if t == slot));
+            if touched_before || write_back.is_none() {
+                continue;
+            }
+            let write_back = write_back.unwrap();
+            let _ = self.write_back(key, slot, true, &mut s.block);
+            s.done_early[write_back] = true;
+            store.invalidate(slot);
+            if !volumes.contains(&key.volume) {
+                volumes.push(key.volume);
+            }
+            released += 1;
+        }
+        if released == 0 {
+            return;
+        }
+        let flushed = volumes.iter().all(|&v| self.volume(v).is_none_or(|volume| volume.backend.flush().is_ok()));
+        // If this fails, release_slot tries again slot by slot.
+        if flushed {
+            let _ = store.persist();
+        }
     }
 
     /// A write supersedes any held (failed write-back) copy of its blocks:
