@@ -701,7 +701,11 @@ impl CacheCore {
     /// slot still sees its operations in the engine's order.
     fn release_persisted_victims(&self, store: &FlashStore, s: &mut Scratch) {
         s.done_early.clear();
-        let victims = s.actions.iter().filter(|a| matches!(a, Action::Evict { slot, .. } if store.persisted_dirty(*slot))).count();
+        let victims = s
+            .actions
+            .iter()
+            .filter(|a| matches!(a, Action::Evict { slot, .. } if store.persisted_dirty(*slot)))
+            .count();
         if victims < 2 {
             return;
         }
@@ -714,7 +718,9 @@ impl CacheCore {
                 continue;
             }
             let touched_before = s.actions[..i].iter().any(|a| match *a {
-                Action::FlashWrite { slot: t, .. } | Action::Evict { slot: t, .. } | Action::Invalidate { slot: t, .. } => t == slot,
+                Action::FlashWrite { slot: t, .. }
+                | Action::Evict { slot: t, .. }
+                | Action::Invalidate { slot: t, .. } => t == slot,
                 _ => false,
             });
             let write_back = s.actions[..i]
@@ -735,7 +741,8 @@ impl CacheCore {
         if released == 0 {
             return;
         }
-        let flushed = volumes.iter().all(|&v| self.volume(v).is_none_or(|volume| volume.backend.flush().is_ok()));
+        let flushed =
+            volumes.iter().all(|&v| self.volume(v).is_none_or(|volume| volume.backend.flush().is_ok()));
         // If this fails, release_slot tries again slot by slot.
         if flushed {
             let _ = store.persist();

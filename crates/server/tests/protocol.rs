@@ -236,11 +236,17 @@ fn structured_replies_carry_data_errors_and_block_status() {
     assert_eq!(u32::from_be_bytes(payload[0..4].try_into().unwrap()), context);
     let extents: Vec<(u32, u32)> = payload[4..]
         .chunks_exact(8)
-        .map(|d| (u32::from_be_bytes(d[0..4].try_into().unwrap()), u32::from_be_bytes(d[4..8].try_into().unwrap())))
+        .map(|d| {
+            (u32::from_be_bytes(d[0..4].try_into().unwrap()), u32::from_be_bytes(d[4..8].try_into().unwrap()))
+        })
         .collect();
     assert_eq!(
         extents,
-        [(MIB as u32, STATE_HOLE | STATE_ZERO), (8192, 0), ((3 * MIB - 8192) as u32, STATE_HOLE | STATE_ZERO)]
+        [
+            (MIB as u32, STATE_HOLE | STATE_ZERO),
+            (8192, 0),
+            ((3 * MIB - 8192) as u32, STATE_HOLE | STATE_ZERO)
+        ]
     );
     // REQ_ONE: a single descriptor.
     c.request(CMD_FLAG_REQ_ONE, CMD_BLOCK_STATUS, 5, MIB, MIB as u32, &[]);

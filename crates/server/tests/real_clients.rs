@@ -19,27 +19,33 @@ fn qemu_io_patterns_read_back_in_every_write_policy() {
     for policy in WritePolicy::ALL {
         let t = TestServer::start("qemu-io", policy, 64 * MIB, 16 * MIB);
         let uri = t.uri("vm1");
-        qemu_io(&uri, &[
-            "write -P 0xab 0 1M",
-            // Misaligned, partial blocks on both ends (read-modify-write).
-            "write -P 0x11 1000k 7000",
-            "write -f -P 0x22 4M 4k",
-            "aio_write -P 0x33 8M 64k",
-            "aio_flush",
-            "write -z 2M 1M",
-            "discard 3M 1M",
-            "flush",
-        ]);
+        qemu_io(
+            &uri,
+            &[
+                "write -P 0xab 0 1M",
+                // Misaligned, partial blocks on both ends (read-modify-write).
+                "write -P 0x11 1000k 7000",
+                "write -f -P 0x22 4M 4k",
+                "aio_write -P 0x33 8M 64k",
+                "aio_flush",
+                "write -z 2M 1M",
+                "discard 3M 1M",
+                "flush",
+            ],
+        );
         // Read back through the cache, twice (miss, then hit).
         for _ in 0..2 {
-            qemu_io(&uri, &[
-                "read -P 0xab 0 1000k",
-                "read -P 0x11 1000k 7000",
-                "read -P 0xab 1031000 17576",
-                "read -P 0x22 4M 4k",
-                "read -P 0x33 8M 64k",
-                "read -P 0 2M 1M",
-            ]);
+            qemu_io(
+                &uri,
+                &[
+                    "read -P 0xab 0 1000k",
+                    "read -P 0x11 1000k 7000",
+                    "read -P 0xab 1031000 17576",
+                    "read -P 0x22 4M 4k",
+                    "read -P 0x33 8M 64k",
+                    "read -P 0 2M 1M",
+                ],
+            );
         }
         // What went around or through the cache is on the backend now;
         // write-back data is after a flush of the volume.
@@ -99,11 +105,18 @@ fn nbdinfo_lists_exports_and_maps_cached_data() {
     let list = String::from_utf8_lossy(&list);
     assert!(list.contains("export=\"vm1\""), "{list}");
     let info = String::from_utf8_lossy(&run(Command::new("nbdinfo").arg(t.uri("vm1"))).stdout).into_owned();
-    for expected in ["can_multi_conn: true", "can_flush: true", "can_fua: true", "base:allocation", "export-size: 67108864"] {
+    for expected in [
+        "can_multi_conn: true",
+        "can_flush: true",
+        "can_fua: true",
+        "base:allocation",
+        "export-size: 67108864",
+    ] {
         assert!(info.contains(expected), "missing {expected:?} in {info}");
     }
     qemu_io(&t.uri("vm1"), &["write -P 0x5a 8M 1M"]);
-    let map = String::from_utf8_lossy(&run(Command::new("nbdinfo").arg("--map").arg(t.uri("vm1"))).stdout).into_owned();
+    let map = String::from_utf8_lossy(&run(Command::new("nbdinfo").arg("--map").arg(t.uri("vm1"))).stdout)
+        .into_owned();
     // Offset, length, type: the dirty megabyte is data, the rest a hole.
     let rows: Vec<(u64, u64, u32)> = map
         .lines()
@@ -117,7 +130,11 @@ fn nbdinfo_lists_exports_and_maps_cached_data() {
     // An unknown export is refused by name.
     let unknown = Command::new("nbdinfo").arg(t.uri("nope")).output().unwrap();
     assert!(!unknown.status.success());
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("nope"), "{}", String::from_utf8_lossy(&unknown.stderr));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("nope"),
+        "{}",
+        String::from_utf8_lossy(&unknown.stderr)
+    );
 }
 
 /// fio with crc32c verification; a flash store far smaller than the disk

@@ -71,7 +71,13 @@ impl TestServer {
     }
 
     /// The configuration `start` uses.
-    pub fn config(dir: &TempDir, disk: &Path, socket: &Path, policy: WritePolicy, flash_bytes: u64) -> ServerConfig {
+    pub fn config(
+        dir: &TempDir,
+        disk: &Path,
+        socket: &Path,
+        policy: WritePolicy,
+        flash_bytes: u64,
+    ) -> ServerConfig {
         ServerConfig {
             listen: vec![ListenAddr::Unix(socket.to_path_buf())],
             flash: dir.join("flash.img"),

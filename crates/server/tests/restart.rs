@@ -1,0 +1,63 @@
+//! A restarted server starts warm: the hit ratio after a clean restart
+//! starts where it stopped.
+
+mod common;
+
+use cloudcache_engine::WritePolicy;
+use cloudcache_server::core::Scratch;
+use cloudcache_server::server::Server;
+use common::{random_bytes, TempDir, TestServer};
+
+const MIB: u64 = 1 << 20;
+const BLOCK: u64 = 4096;
+
+/// Reads 512 pseudo-random blocks of the first 4 MiB; returns the block hit
+/// ratio of the pass from the engine's counters.
+fn pass(server: &Server, seed: u64) -> f64 {
+    let volume = server.exports()[0].volume.clone();
+    let core = server.core();
+    let counters = || core.with_engine(|c| c.volumes()[volume.id as usize].counters);
+    let before = counters();
+    let mut s = Scratch::default();
+    let picks = random_bytes(512 * 2, seed);
+    for pair in picks.chunks(2) {
+        let block = (u16::from_le_bytes([pair[0], pair[1]]) as u64) % (4 * MIB / BLOCK);
+        core.read(&volume, block * BLOCK, BLOCK, &mut s).unwrap();
+    }
+    let after = counters();
+    (after.block_hits - before.block_hits) as f64 / (after.block_accesses - before.block_accesses) as f64
+}
+
+#[test]
+fn hit_ratio_after_a_clean_restart_starts_where_it_stopped() {
+    let dir = TempDir::new("restart");
+    let disk = dir.join("disk.img");
+    std::fs::write(&disk, random_bytes((16 * MIB) as usize, 11)).unwrap();
+    let socket = dir.join("nbd.sock");
+    let config = TestServer::config(&dir, &disk, &socket, WritePolicy::WriteThrough, 16 * MIB);
+    let server = Server::start(config.clone()).unwrap();
+    let cold = pass(&server, 1);
+    for seed in 2..6 {
+        pass(&server, seed);
+    }
+    let warm = pass(&server, 6);
+    server.shutdown().unwrap();
+    drop(server);
+    let server = Server::start(config).unwrap();
+    let report = server.recovery().unwrap().clone();
+    assert!(report.clean_shutdown && report.blocks > 0, "{report:?}");
+    let restarted = pass(&server, 7);
+    server.shutdown().unwrap();
+    assert!(cold < 0.5, "cold pass {cold}");
+    assert!(warm > 0.95, "warm pass {warm}");
+    assert!(restarted >= warm - 0.02, "after restart {restarted}, before {warm}");
+    // And the data is right after the restart too.
+    let server =
+        Server::start(TestServer::config(&dir, &disk, &socket, WritePolicy::WriteThrough, 16 * MIB)).unwrap();
+    let volume = server.exports()[0].volume.clone();
+    let mut s = Scratch::default();
+    let expected = std::fs::read(&disk).unwrap();
+    let got = server.core().read(&volume, 0, 4 * MIB, &mut s).unwrap().to_vec();
+    assert!(got == expected[..(4 * MIB) as usize]);
+    server.shutdown().unwrap();
+}
