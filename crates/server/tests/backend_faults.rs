@@ -68,7 +68,7 @@ struct Setup {
     read_errors: PathBuf,
     write_errors: PathBuf,
     _nbdkit: Nbdkit,
-    dir: TempDir,
+    _dir: TempDir,
 }
 
 impl Drop for Setup {
@@ -109,7 +109,7 @@ fn setup(tag: &str, policy: WritePolicy, flash: u64, extra: &[&str]) -> Setup {
     };
     let server = Server::start(config).unwrap();
     let volume = server.exports()[0].volume.clone();
-    Setup { server, volume, disk, read_errors, write_errors, _nbdkit: nbdkit, dir }
+    Setup { server, volume, disk, read_errors, write_errors, _nbdkit: nbdkit, _dir: dir }
 }
 
 fn on(trigger: &Path) {
