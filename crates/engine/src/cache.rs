@@ -80,6 +80,12 @@ pub struct Cache {
     write_policies: Vec<WritePolicy>,
     /// Admission state of each volume (empty when every miss is admitted).
     admission: Vec<VolumeAdmission>,
+    /// Per volume: where its current sequential run would continue, and how
+    /// long the run is in bytes (the sequential cutoff).
+    sequential_runs: Vec<(u64, u64)>,
+    /// The request being handled is deep in a sequential run: its misses
+    /// are not admitted.
+    bypass_misses: bool,
     shares: Option<Shares>,
     actions: Vec<Action>,
 }
@@ -129,6 +135,8 @@ impl Cache {
             volumes: Vec::new(),
             write_policies: Vec::new(),
             admission: Vec::new(),
+            sequential_runs: Vec::new(),
+            bypass_misses: false,
             shares: None,
             actions: Vec::new(),
             config,
@@ -383,12 +391,26 @@ impl Cache {
         true
     }
 
+    /// Updates `volume`'s sequential run with a request and says whether the
+    /// run, this request included, is now longer than the cutoff.
+    fn continues_long_run(&mut self, volume: usize, offset: u64, len: u64) -> bool {
+        let cutoff = self.config.sequential_cutoff_bytes;
+        if cutoff == 0 {
+            return false;
+        }
+        let (next, run) = &mut self.sequential_runs[volume];
+        *run = if offset == *next { run.saturating_add(len) } else { len };
+        *next = offset.saturating_add(len);
+        *run > cutoff
+    }
+
     fn tracks_dirty_order(&self) -> bool {
         self.dirty_high_blocks.is_some() || self.config.keep_dirty_order
     }
 
     fn add_volumes(&mut self, count: usize) {
         self.volumes.resize(count, VolumeState::default());
+        self.sequential_runs.resize(count, (u64::MAX, 0));
         self.write_policies.resize(count, self.config.write_policy);
         if self.config.admission != Admission::Always {
             while self.admission.len() < count {
@@ -468,6 +490,7 @@ impl Cache {
         if let Some(VolumeAdmission::TouchCount(hec)) = self.admission.get_mut(v) {
             hec.observe_request(first, last - first + 1);
         }
+        self.bypass_misses = self.continues_long_run(v, offset, len);
         let mut outcome = Outcome::default();
         let mut byte_hits = 0;
         for block in first..=last {
@@ -519,7 +542,9 @@ impl Cache {
             self.record(Action::FlashRead { key, slot });
             return true;
         }
-        let decision = if self.admission.is_empty() {
+        let decision = if self.bypass_misses {
+            StagingDecision::default()
+        } else if self.admission.is_empty() {
             StagingDecision { admit: true, ..StagingDecision::default() }
         } else {
             self.admission_decision(key, true)
@@ -562,18 +587,24 @@ impl Cache {
                         slot
                     }
                     None => {
-                        let admitted =
-                            if self.admission.is_empty() || self.admission_decision(key, false).admit {
-                                if !whole_block {
-                                    // The rest of the block must come from the backend
-                                    // before the cache can hold a whole valid block.
-                                    self.volumes[v].counters.backend_read_blocks += 1;
-                                    self.record(Action::BackendRead { key });
-                                }
-                                self.admit(key, hash, 1)
-                            } else {
-                                None
-                            };
+                        let admit = if self.bypass_misses {
+                            false
+                        } else if self.admission.is_empty() {
+                            true
+                        } else {
+                            self.admission_decision(key, false).admit
+                        };
+                        let admitted = if admit {
+                            if !whole_block {
+                                // The rest of the block must come from the backend
+                                // before the cache can hold a whole valid block.
+                                self.volumes[v].counters.backend_read_blocks += 1;
+                                self.record(Action::BackendRead { key });
+                            }
+                            self.admit(key, hash, 1)
+                        } else {
+                            None
+                        };
                         let Some(slot) = admitted else {
                             // Not admitted: the write goes around the cache.
                             self.volumes[v].counters.not_admitted += 1;
@@ -1038,6 +1069,38 @@ mod tests {
         assert_eq!(c.write_back_oldest(10), 2);
         assert!(matches!(c.actions()[1], Action::WriteBack { key, .. } if key.block == 1));
         assert!(!c.mark_dirty_again(BlockKey::new(0, 99)));
+    }
+
+    #[test]
+    fn sequential_cutoff_bypasses_long_runs() {
+        let mut c = Cache::new(CacheConfig {
+            capacity_bytes: 64 * K,
+            sequential_cutoff_bytes: 2 * K,
+            record_actions: true,
+            ..CacheConfig::default()
+        })
+        .unwrap();
+        // A 16 KiB run in 4 KiB reads: the first 8 KiB are admitted.
+        for block in 0..4 {
+            c.handle(0, Op::Read, block * K, K);
+        }
+        assert_eq!(c.cached_items(), 2);
+        assert_eq!(c.counters().not_admitted, 2);
+        // Another volume's run is its own; a jump starts a new run.
+        c.handle(1, Op::Read, 4 * K, K);
+        c.handle(0, Op::Read, 40 * K, K);
+        assert_eq!(c.cached_items(), 4);
+        // A write deep in a run goes around the cache.
+        c.handle(0, Op::Write, 41 * K, 2 * K);
+        assert_eq!(
+            c.actions(),
+            &[
+                Action::BackendWrite { key: BlockKey::new(0, 41) },
+                Action::BackendWrite { key: BlockKey::new(0, 42) },
+            ]
+        );
+        // Hits are still hits.
+        assert!(c.handle(0, Op::Read, 0, 2 * K).is_hit());
     }
 
     #[test]

@@ -128,6 +128,10 @@ pub struct CacheConfig {
     /// driver's background cleaner can call
     /// [`crate::Cache::write_back_oldest`].
     pub keep_dirty_order: bool,
+    /// Misses in a volume's sequential run longer than this many bytes are
+    /// not admitted (bcache's sequential cutoff; 0 = off). A run is a chain
+    /// of requests each starting where the previous one ended.
+    pub sequential_cutoff_bytes: u64,
 }
 
 impl Default for CacheConfig {
@@ -145,6 +149,7 @@ impl Default for CacheConfig {
             admission: Admission::Always,
             partitioned: false,
             keep_dirty_order: false,
+            sequential_cutoff_bytes: 0,
         }
     }
 }

@@ -238,6 +238,7 @@ fn config(
         admission: Admission::Always,
         partitioned: false,
         keep_dirty_order: false,
+        sequential_cutoff_bytes: 0,
     }
 }
 
