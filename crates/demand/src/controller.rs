@@ -78,6 +78,17 @@ impl Controller {
         &self.shares
     }
 
+    /// Adds a volume (a VM attached while running). Until the next window
+    /// closes, every volume has an equal share, as in the warm-up window:
+    /// the newcomer has no history to predict from.
+    pub fn add_volume(&mut self) {
+        let filter = self.config.outlier_filter.then(OutlierFilter::seed_default);
+        self.trackers.push(DemandTracker::new(self.config.measure));
+        self.forecasters.push(Forecaster::new(self.config.predictor, filter));
+        self.predicted.push(None);
+        equal_shares(self.capacity_blocks, self.trackers.len(), &mut self.shares);
+    }
+
     /// `volume` accessed blocks `first .. first + count`.
     #[inline]
     pub fn access(&mut self, volume: usize, first: u64, count: u64) {
@@ -121,6 +132,26 @@ mod tests {
             spare: Spare::Idle,
             follow_demand,
         }
+    }
+
+    #[test]
+    fn a_volume_added_later_gets_an_equal_share_until_the_next_window() {
+        let mut c = Controller::new(config(true), 1, 90);
+        c.access(0, 0, 10);
+        c.access(0, 0, 10);
+        let mut finished = Vec::new();
+        c.close_window(&mut finished);
+        assert_eq!(c.shares(), &[10]);
+        c.add_volume();
+        c.add_volume();
+        assert_eq!((c.volumes(), c.shares()), (3, &[30, 30, 30][..]));
+        c.access(0, 0, 10);
+        c.access(0, 0, 10);
+        c.access(2, 0, 5);
+        c.access(2, 0, 5);
+        c.close_window(&mut finished);
+        assert_eq!(finished.len(), 3);
+        assert_eq!(c.shares(), &[10, 0, 5]);
     }
 
     #[test]
