@@ -18,7 +18,8 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use cloudcache_engine::{Action, BlockKey, Cache, CacheConfig, WritePolicy};
+use cloudcache_demand::controller::{Controller, ControllerConfig, VolumeWindow};
+use cloudcache_engine::{Action, BlockKey, Cache, CacheConfig, ShareMode, WritePolicy};
 use cloudcache_trace::Op;
 use hashbrown::HashMap;
 
@@ -26,6 +27,10 @@ use crate::backend::Extent;
 use crate::lanes::{all_key_lanes, key_lane, slot_lane, Dispenser, Lane, Lanes};
 use crate::store::FlashStore;
 use crate::volume::Volume;
+
+/// How shares are enforced: at replacement time, and free space is lent
+/// (the owner of a share takes it back when it needs it).
+const SHARE_MODE: ShareMode = ShareMode { lend_free_space: true, drop_excess: false };
 
 /// Range sizes (in blocks) above which a trim takes every key lane instead
 /// of listing its blocks.
@@ -35,6 +40,39 @@ const TRIM_LANE_LIMIT: u64 = 1024;
 struct EngineState {
     cache: Cache,
     dispenser: Dispenser,
+    /// On-demand allocation, when on.
+    allocation: Option<Allocation>,
+}
+
+/// The demand controller and what the last window found.
+struct Allocation {
+    controller: Controller,
+    finished: Vec<VolumeWindow>,
+    windows_closed: u64,
+}
+
+/// The state of on-demand allocation, for the admin API.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct AllocationState {
+    /// Windows closed so far (the first window is the equal-share warm-up).
+    pub windows_closed: u64,
+    /// Shares in force, blocks, by volume id.
+    pub share_blocks: Vec<u64>,
+    /// The last closed window, by volume id.
+    pub last_window: Vec<WindowSummary>,
+}
+
+/// One volume's last closed window.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct WindowSummary {
+    /// Distinct blocks accessed.
+    pub working_set_blocks: u64,
+    /// Its demand (RWS_N blocks).
+    pub demand_blocks: u64,
+    /// The demand predicted for it (none in the warm-up).
+    pub predicted_demand_blocks: Option<u64>,
+    /// The share it had.
+    pub share_blocks: u64,
 }
 
 /// Per-worker buffers, reused from request to request.
@@ -77,6 +115,9 @@ enum Request {
 pub struct CoreConfig {
     /// The engine's configuration (capacity from the store).
     pub cache: CacheConfig,
+    /// On-demand allocation: the demand controller's settings (`None`: one
+    /// shared cache without shares).
+    pub allocation: Option<ControllerConfig>,
 }
 
 /// Counters of the core's own work.
@@ -130,10 +171,18 @@ impl CacheCore {
             cache_config.block_size = layout.block_size;
             cache_config.capacity_bytes = layout.slot_count * layout.block_size;
         }
+        if config.allocation.is_some() {
+            cache_config.partitioned = true;
+        }
         let block_size = cache_config.block_size;
         let cache = Cache::new(cache_config).map_err(|e| e.0)?;
+        let allocation = config.allocation.map(|controller| Allocation {
+            controller: Controller::new(controller, 0, cache.capacity_weight()),
+            finished: Vec::new(),
+            windows_closed: 0,
+        });
         Ok(CacheCore {
-            engine: Mutex::new(EngineState { cache, dispenser: Dispenser::new() }),
+            engine: Mutex::new(EngineState { cache, dispenser: Dispenser::new(), allocation }),
             store,
             lanes: Lanes::new(),
             block_size,
@@ -177,7 +226,54 @@ impl CacheCore {
         }
         volumes[id] = Some(volume);
         drop(volumes);
-        self.engine.lock().unwrap().cache.set_write_policy(id as u32, policy);
+        let mut engine = self.engine.lock().unwrap();
+        let EngineState { cache, allocation, .. } = &mut *engine;
+        cache.set_write_policy(id as u32, policy);
+        if let Some(allocation) = allocation {
+            while allocation.controller.volumes() <= id {
+                allocation.controller.add_volume();
+            }
+            cache.set_shares(allocation.controller.shares(), SHARE_MODE);
+        }
+    }
+
+    /// Ends an allocation window: each volume's demand is measured and
+    /// predicted, and the cache is divided by the predictions. No-op when
+    /// allocation is off.
+    pub fn close_window(&self) {
+        let mut engine = self.engine.lock().unwrap();
+        let EngineState { cache, allocation, .. } = &mut *engine;
+        let Some(allocation) = allocation else { return };
+        allocation.controller.close_window(&mut allocation.finished);
+        allocation.windows_closed += 1;
+        // Gradual enforcement: no data moves now; replacement takes space
+        // from volumes over their new share as others need it.
+        cache.set_shares(allocation.controller.shares(), SHARE_MODE);
+        log::info!(
+            "allocation window {} closed: shares {:?} blocks",
+            allocation.windows_closed,
+            allocation.controller.shares()
+        );
+    }
+
+    /// On-demand allocation's state (`None` when it is off).
+    pub fn allocation(&self) -> Option<AllocationState> {
+        let engine = self.engine.lock().unwrap();
+        let allocation = engine.allocation.as_ref()?;
+        Some(AllocationState {
+            windows_closed: allocation.windows_closed,
+            share_blocks: allocation.controller.shares().to_vec(),
+            last_window: allocation
+                .finished
+                .iter()
+                .map(|w| WindowSummary {
+                    working_set_blocks: w.demand.working_set_blocks,
+                    demand_blocks: w.demand.demand_blocks,
+                    predicted_demand_blocks: w.predicted_demand_blocks,
+                    share_blocks: w.share_blocks,
+                })
+                .collect(),
+        })
     }
 
     /// Forgets `volume` (after its dirty blocks were written back).
@@ -513,8 +609,15 @@ impl CacheCore {
     /// its lane tickets.
     fn decide(&self, volume: u32, op: Op, offset: u64, len: u64, s: &mut Scratch) {
         let mut engine = self.engine.lock().unwrap();
-        let EngineState { cache, dispenser } = &mut *engine;
+        let EngineState { cache, dispenser, allocation } = &mut *engine;
         cache.handle(volume, op, offset, len);
+        if let Some(allocation) = allocation {
+            if op != Op::Trim && len > 0 && (volume as usize) < allocation.controller.volumes() {
+                let first = offset / self.block_size;
+                let last = (offset + len - 1) / self.block_size;
+                allocation.controller.access(volume as usize, first, last - first + 1);
+            }
+        }
         s.actions.clear();
         s.actions.extend_from_slice(cache.actions());
         s.flash_dirty.clear();

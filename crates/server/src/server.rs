@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use cloudcache_engine::{BlockKey, CacheConfig, WritePolicy};
+use cloudcache_demand::{ControllerConfig, DemandMeasure, PredictorKind, Spare};
+use cloudcache_engine::{Admission, BlockKey, CacheConfig, StagingKind, WritePolicy};
 
 use crate::backend::{Backend, FileBackend, NbdBackend};
 use crate::config::{ServerConfig, ShutdownMode, VolumeConfig};
@@ -22,6 +23,9 @@ use crate::workers::WorkerPool;
 
 /// How often the cleaner looks at the dirty level.
 const CLEANER_TICK: Duration = Duration::from_millis(50);
+/// Staging memory for RWS admission, at most (the seed's 256 MiB; a
+/// quarter of the cache if that is less).
+const DEFAULT_STAGING_BYTES: u64 = 256 << 20;
 /// Most blocks the cleaner writes back per step.
 const CLEANER_BATCH: u64 = 256;
 
@@ -65,8 +69,30 @@ impl Server {
                 }
                 Err(e) => return Err(e.to_string()),
             };
-        let cache = CacheConfig { block_size: config.block_size, ..CacheConfig::default() };
-        let core = Arc::new(CacheCore::new(CoreConfig { cache }, store)?);
+        let cache_bytes =
+            store.as_ref().map_or(config.flash_size, |s| s.layout().slot_count * s.layout().block_size);
+        let mut cache = CacheConfig {
+            block_size: config.block_size,
+            sequential_cutoff_bytes: config.sequential_cutoff,
+            ..CacheConfig::default()
+        };
+        let allocation = config.allocation_window_ms.map(|_| {
+            // RWS staging admission as in the simulator: a block enters the
+            // cache on its (N+1)-th access while its address is staged.
+            cache.admission = Admission::Staging {
+                reuses: config.rws_n,
+                kind: StagingKind::Address,
+                total_bytes: DEFAULT_STAGING_BYTES.min(cache_bytes / 4),
+            };
+            ControllerConfig {
+                measure: DemandMeasure::Rws { n: config.rws_n },
+                predictor: PredictorKind::ExpSelfTuning,
+                outlier_filter: true,
+                spare: Spare::Proportional,
+                follow_demand: true,
+            }
+        });
+        let core = Arc::new(CacheCore::new(CoreConfig { cache, allocation }, store)?);
         let recovery = restored.map(|restored| {
             core.with_engine(|cache| {
                 for &(slot, entry) in &restored.entries {
@@ -342,9 +368,10 @@ impl Server {
         }
     }
 
-    /// Background write-back: above the high watermark, write back the
-    /// oldest dirty blocks at the configured rate until the low watermark;
-    /// retry held write-backs; persist what was cleaned.
+    /// Background work: close allocation windows on time; above the high
+    /// watermark, write back the oldest dirty blocks at the configured rate
+    /// until the low watermark; retry held write-backs; persist what was
+    /// cleaned.
     fn cleaner(self: Arc<Self>) {
         let capacity = self.core.with_engine(|cache| cache.capacity_weight());
         let high = (self.config.dirty_high * capacity as f64) as u64;
@@ -358,8 +385,14 @@ impl Server {
         let mut cleaning = false;
         let mut last_persist = Instant::now();
         let mut unpersisted = 0u64;
+        let window = self.config.allocation_window_ms.map(Duration::from_millis);
+        let mut window_start = Instant::now();
         while !self.shutting_down.load(Ordering::Relaxed) {
             std::thread::sleep(CLEANER_TICK);
+            if window.is_some_and(|w| window_start.elapsed() >= w) {
+                self.core.close_window();
+                window_start = Instant::now();
+            }
             let dirty = self.core.dirty_blocks();
             cleaning = if cleaning { dirty > low } else { dirty > high };
             let mut budget = if cleaning { blocks_per_tick } else { 0 };
