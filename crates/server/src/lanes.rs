@@ -84,6 +84,12 @@ impl Lanes {
         }
     }
 
+    /// Whether `lane` has no ticket outstanding (call under the engine's
+    /// lock, which guards `dispenser`).
+    pub fn idle(&self, lane: Lane, dispenser: &Dispenser) -> bool {
+        self.served[lane as usize].load(Ordering::Acquire) == dispenser.next[lane as usize]
+    }
+
     /// Waits until every ticket is the next to be served on its lane.
     pub fn wait(&self, tickets: &[(Lane, u32)]) {
         for &(lane, ticket) in tickets {
