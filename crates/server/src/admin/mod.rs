@@ -67,6 +67,7 @@ pub fn spawn(server: Arc<Server>, addr: &str) -> Result<String, String> {
 /// The API's routes over `server`.
 pub fn router(server: Arc<Server>) -> Router {
     Router::new()
+        .route("/", get(index))
         .route("/volumes", get(list_volumes).post(attach_volume))
         .route("/volumes/{name}", get(show_volume).delete(detach_volume))
         .route("/volumes/{name}/write-policy", put(set_write_policy))
@@ -124,6 +125,23 @@ async fn no_such_endpoint(method: Method, uri: Uri) -> ApiError {
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, format!("{} does not take {method}", uri.path()))
+}
+
+/// The endpoints, for a person who opens the API's root.
+const ENDPOINTS: [&str; 9] = [
+    "GET /volumes",
+    "POST /volumes",
+    "GET /volumes/{name}",
+    "DELETE /volumes/{name}",
+    "PUT /volumes/{name}/write-policy",
+    "POST /volumes/{name}/flush",
+    "GET /allocation",
+    "GET /cache",
+    "GET /metrics",
+];
+
+async fn index() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "service": "cloudcache admin API", "endpoints": ENDPOINTS }))
 }
 
 async fn list_volumes(State(server): State<Arc<Server>>) -> Json<Vec<VolumeDoc>> {
