@@ -30,17 +30,23 @@ fn disk(path: &Path, size: u64) -> String {
     path.display().to_string()
 }
 
-/// One HTTP/1.0 exchange: (status, content type, body).
+/// One HTTP/1.0 exchange with a JSON body: (status, content type, body).
 fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String, String) {
+    let body = body.unwrap_or("");
+    raw(
+        addr,
+        &format!(
+            "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// Sends `request` as it is: (status, content type, body).
+fn raw(addr: &str, request: &str) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let body = body.unwrap_or("");
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
@@ -244,6 +250,13 @@ fn bad_requests_get_json_errors_naming_what_is_wrong() {
     assert!(e.contains("vm3") && e.contains("missing.img"), "{e}");
     let e = error(addr, "POST", "/volumes", Some(r#"{"name":"","backend":"x"}"#), 400);
     assert!(e.contains("name"), "{e}");
+    let body = r#"{"name":"vm4","backend":"/x"}"#;
+    let request = format!("POST /volumes HTTP/1.0\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    let (status, content_type, text) = raw(addr, &request);
+    assert_eq!((status, content_type.as_str()), (415, "application/json"), "{text}");
+    assert!(text.contains("Content-Type"), "{text}");
+    let e = error(addr, "GET", "/volumes/%FF", None, 400);
+    assert!(e.contains("volume name"), "{e}");
     let e = error(addr, "GET", "/nowhere", None, 404);
     assert!(e.contains("/nowhere"), "{e}");
     let e = error(addr, "DELETE", "/metrics", None, 405);

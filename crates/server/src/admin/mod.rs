@@ -15,7 +15,8 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -108,9 +109,35 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<JsonRejection> for ApiError {
-    fn from(rejection: JsonRejection) -> ApiError {
-        ApiError::new(rejection.status(), format!("request body: {}", rejection.body_text()))
+/// A JSON request body whose rejections are [`ApiError`]s.
+struct Body<T>(T);
+
+impl<T, S> FromRequest<S> for Body<T>
+where
+    Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(Body(value)),
+            Err(e) => Err(ApiError::new(e.status(), format!("request body: {}", e.body_text()))),
+        }
+    }
+}
+
+/// The `{name}` of a volume path, whose rejections are [`ApiError`]s.
+struct VolumeName(String);
+
+impl<S: Send + Sync> FromRequestParts<S> for VolumeName {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(name)) => Ok(VolumeName(name)),
+            Err(e) => Err(ApiError::new(e.status(), format!("volume name in the path: {}", e.body_text()))),
+        }
     }
 }
 
@@ -151,7 +178,7 @@ async fn list_volumes(State(server): State<Arc<Server>>) -> Json<Vec<VolumeDoc>>
 
 async fn show_volume(
     State(server): State<Arc<Server>>,
-    Path(name): Path<String>,
+    VolumeName(name): VolumeName,
 ) -> ApiResult<Json<VolumeDoc>> {
     let reading = Reading::take(&server);
     reading.volume(&name).map(|v| Json(VolumeDoc::new(v))).ok_or_else(|| ApiError::no_volume(&name))
@@ -168,9 +195,8 @@ struct AttachRequest {
 
 async fn attach_volume(
     State(server): State<Arc<Server>>,
-    body: Result<Json<AttachRequest>, JsonRejection>,
+    Body(request): Body<AttachRequest>,
 ) -> ApiResult<(StatusCode, Json<VolumeDoc>)> {
-    let Json(request) = body?;
     if request.name.is_empty() || request.name.len() > 4096 {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "name: must be 1 to 4096 bytes"));
     }
@@ -219,7 +245,7 @@ struct FlushDoc {
 
 async fn detach_volume(
     State(server): State<Arc<Server>>,
-    Path(name): Path<String>,
+    VolumeName(name): VolumeName,
 ) -> ApiResult<Json<serde_json::Value>> {
     refuse_while_stopping(&server)?;
     known(&server, &name)?;
@@ -237,10 +263,9 @@ struct PolicyRequest {
 
 async fn set_write_policy(
     State(server): State<Arc<Server>>,
-    Path(name): Path<String>,
-    body: Result<Json<PolicyRequest>, JsonRejection>,
+    VolumeName(name): VolumeName,
+    Body(request): Body<PolicyRequest>,
 ) -> ApiResult<Json<VolumeDoc>> {
-    let Json(request) = body?;
     let policy = parse_policy(&request.write_policy)?;
     refuse_while_stopping(&server)?;
     known(&server, &name)?;
@@ -254,7 +279,7 @@ async fn set_write_policy(
 
 async fn flush_volume(
     State(server): State<Arc<Server>>,
-    Path(name): Path<String>,
+    VolumeName(name): VolumeName,
 ) -> ApiResult<Json<FlushDoc>> {
     known(&server, &name)?;
     let (s, n) = (server.clone(), name.clone());

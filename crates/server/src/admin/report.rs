@@ -3,7 +3,7 @@
 //! Prometheus exposition (`metrics.rs`) is built from the same reading, so
 //! `/volumes` and `/metrics` never disagree about one moment.
 
-use cloudcache_engine::{Counters, VolumeState};
+use cloudcache_engine::{Counters, VolumeState, WritePolicy};
 use serde::Serialize;
 
 use crate::server::{Export, Server};
@@ -42,6 +42,9 @@ pub struct Reading {
 pub struct VolumeReading {
     /// Its export.
     pub export: Export,
+    /// The write policy in force: the engine's, which a flash error may
+    /// have turned to write-invalidate whatever was configured.
+    pub write_policy: WritePolicy,
     /// What clients asked of it.
     pub stats: VolumeStatsSnapshot,
     /// What the engine did with it, and its footprint.
@@ -61,7 +64,10 @@ impl Reading {
                     .iter()
                     .map(|e| cache.volumes().get(e.volume.id as usize).copied().unwrap_or_default())
                     .collect();
-                let shares: Vec<Option<u64>> = exports.iter().map(|e| cache.share(e.volume.id)).collect();
+                let shares: Vec<(Option<u64>, WritePolicy)> = exports
+                    .iter()
+                    .map(|e| (cache.share(e.volume.id), cache.write_policy(e.volume.id)))
+                    .collect();
                 (
                     states,
                     shares,
@@ -71,14 +77,15 @@ impl Reading {
                     cache.counters(),
                 )
             });
-        let shares_set = shares.iter().any(Option::is_some);
+        let shares_set = shares.iter().any(|(share, _)| share.is_some());
         let volumes = exports
             .into_iter()
             .zip(engine_states)
             .zip(shares)
-            .map(|((export, engine), share_blocks)| VolumeReading {
+            .map(|((export, engine), (share_blocks, write_policy))| VolumeReading {
                 stats: export.volume.stats.snapshot(),
                 export,
+                write_policy,
                 engine,
                 share_blocks,
             })
@@ -117,7 +124,8 @@ pub struct VolumeDoc {
     pub backend: String,
     /// Disk size.
     pub size_bytes: u64,
-    /// Its write policy.
+    /// The write policy in force (write-invalidate once a flash error
+    /// has degraded the cache, whatever was configured).
     pub write_policy: String,
     /// What clients asked of it (NBD commands).
     pub stats: VolumeStatsSnapshot,
@@ -153,7 +161,7 @@ impl VolumeDoc {
             id: v.export.volume.id,
             backend: v.export.volume.backend.describe(),
             size_bytes: v.export.volume.size,
-            write_policy: v.export.write_policy.name().to_string(),
+            write_policy: v.write_policy.name().to_string(),
             stats: v.stats,
             cache: VolumeCacheDoc {
                 block_misses: c.block_accesses - c.block_hits,
