@@ -36,9 +36,13 @@ pub struct ServeArgs {
     /// a file path or an nbd:// / nbd+unix:// URI (repeatable).
     #[arg(long = "volume")]
     volumes: Vec<VolumeConfig>,
-    /// Admin HTTP API (JSON) and Prometheus /metrics address, HOST:PORT.
+    /// Admin HTTP API (JSON) and Prometheus /metrics address, HOST:PORT
+    /// (e.g. 127.0.0.1:9090; port 0 picks a free port).
     #[arg(long)]
     admin: Option<String>,
+    /// Log lines as text, or as JSON objects (one per line: ts, level, target, msg).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     /// Worker threads carrying out requests.
     #[arg(long)]
     workers: Option<usize>,
@@ -65,9 +69,18 @@ pub struct ServeArgs {
     rws_n: Option<u32>,
 }
 
+/// How log lines look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `[ts LEVEL target] message`, for people.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
 /// Runs the server until SIGINT or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<()> {
-    init_logging();
+    init_logging(args.log_format);
     let mut config = match &args.config {
         Some(path) => {
             let text =
@@ -102,9 +115,20 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     if let Some(ns) = args.window {
         config.allocation_window_ms = Some(ns / 1_000_000);
     }
+    let admin = config.admin.clone();
     let server = Server::start(config).map_err(anyhow::Error::msg)?;
     for addr in server.bound_addresses() {
         eprintln!("cloudcache serve: listening on {addr}");
+    }
+    if let Some(addr) = admin {
+        match cloudcache_server::admin::spawn(server.clone(), &addr) {
+            Ok(bound) => eprintln!("cloudcache serve: admin API on http://{bound}"),
+            Err(e) => {
+                // Stop cleanly (persisting the cache) rather than run unobservable.
+                let _ = server.shutdown();
+                bail!(e);
+            }
+        }
     }
     if let Some(dir) = &demo_dir {
         print_demo_help(&server, dir);
@@ -115,9 +139,33 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     Ok(())
 }
 
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let env = env_logger::Env::default().filter_or("CLOUDCACHE_LOG", "info");
-    let _ = env_logger::Builder::from_env(env).format_timestamp_millis().try_init();
+    let mut builder = env_logger::Builder::from_env(env);
+    builder.format_timestamp_millis();
+    if format == LogFormat::Json {
+        builder.format(|out, record| {
+            use std::io::Write;
+            let line = JsonLogLine {
+                ts: out.timestamp_millis().to_string(),
+                level: record.level().as_str(),
+                target: record.target(),
+                msg: record.args().to_string(),
+            };
+            writeln!(out, "{}", serde_json::to_string(&line).map_err(std::io::Error::other)?)
+        });
+    }
+    let _ = builder.try_init();
+}
+
+/// One log line with `--log-format json` (fields in this order).
+#[derive(serde::Serialize)]
+struct JsonLogLine<'a> {
+    /// RFC 3339 UTC time, milliseconds.
+    ts: String,
+    level: &'a str,
+    target: &'a str,
+    msg: String,
 }
 
 /// The embedded default: a disk image and a flash file in a fresh

@@ -71,7 +71,7 @@ impl FromStr for VolumeConfig {
 pub struct ServerConfig {
     /// Where clients connect.
     pub listen: Vec<ListenAddr>,
-    /// The admin HTTP API's address (`tcp:HOST:PORT`), if any.
+    /// The admin HTTP API's address (`HOST:PORT`; a `tcp:` prefix is accepted), if any.
     pub admin: Option<String>,
     /// The flash store file or device.
     pub flash: PathBuf,

@@ -5,6 +5,7 @@
 //! local file or a remote NBD export), and runs the `demand` controller in
 //! wall-clock windows to share the flash among volumes.
 
+pub mod admin;
 pub mod backend;
 pub mod config;
 pub mod core;
