@@ -342,7 +342,8 @@ impl CacheCore {
                 let key = BlockKey::new(volume.id, block);
                 let (slot, _) = engine.cache.lookup(key)?;
                 let dispenser = &engine.dispenser;
-                if !self.lanes.idle(key_lane(key), dispenser) || !self.lanes.idle(slot_lane(slot), dispenser) {
+                if !self.lanes.idle(key_lane(key), dispenser) || !self.lanes.idle(slot_lane(slot), dispenser)
+                {
                     return None;
                 }
             }
@@ -656,7 +657,15 @@ impl CacheCore {
         self.decide_locked(&mut engine, volume, op, offset, len, s);
     }
 
-    fn decide_locked(&self, engine: &mut EngineState, volume: u32, op: Op, offset: u64, len: u64, s: &mut Scratch) {
+    fn decide_locked(
+        &self,
+        engine: &mut EngineState,
+        volume: u32,
+        op: Op,
+        offset: u64,
+        len: u64,
+        s: &mut Scratch,
+    ) {
         let EngineState { cache, dispenser, allocation } = engine;
         cache.handle(volume, op, offset, len);
         if let Some(allocation) = allocation {

@@ -6,6 +6,7 @@
 use cloudcache_engine::{Counters, VolumeState, WritePolicy};
 use serde::Serialize;
 
+use crate::core::{AllocationState, WindowSummary};
 use crate::server::{Export, Server};
 use crate::store::RecoveryReport;
 use crate::volume::VolumeStatsSnapshot;
@@ -36,6 +37,8 @@ pub struct Reading {
     pub allocation_window_ms: Option<u64>,
     /// Whether shares are set (the allocation controller has run).
     pub shares_set: bool,
+    /// The demand controller's state (`None`: allocation is off).
+    pub allocation: Option<AllocationState>,
 }
 
 /// One attached volume at the moment of a [`Reading`].
@@ -104,6 +107,7 @@ impl Reading {
             backend_errors: backend_errors as u64,
             allocation_window_ms: server.config().allocation_window_ms,
             shares_set,
+            allocation: core.allocation(),
         }
     }
 
@@ -189,6 +193,9 @@ pub struct AllocationDoc {
     pub window_ms: Option<u64>,
     /// Whether shares are in force (the controller has set them).
     pub shares_set: bool,
+    /// Allocation windows closed so far (the first is the equal-share
+    /// warm-up); `null` when allocation is off.
+    pub windows_closed: Option<u64>,
     /// Per volume, by name.
     pub volumes: Vec<VolumeAllocationDoc>,
 }
@@ -206,6 +213,9 @@ pub struct VolumeAllocationDoc {
     pub cached_blocks: u64,
     /// Of those, dirty.
     pub dirty_blocks: u64,
+    /// The last closed window: working set, demand (RWS_N), the demand
+    /// predicted for it and the share it had (`null` before the first).
+    pub last_window: Option<WindowSummary>,
 }
 
 impl AllocationDoc {
@@ -217,6 +227,7 @@ impl AllocationDoc {
             used_blocks: r.used_blocks,
             window_ms: r.allocation_window_ms,
             shares_set: r.shares_set,
+            windows_closed: r.allocation.as_ref().map(|a| a.windows_closed),
             volumes: r
                 .volumes
                 .iter()
@@ -226,6 +237,10 @@ impl AllocationDoc {
                     share_blocks: v.share_blocks,
                     cached_blocks: v.engine.cached_weight,
                     dirty_blocks: v.engine.dirty_blocks,
+                    last_window: r
+                        .allocation
+                        .as_ref()
+                        .and_then(|a| a.last_window.get(v.export.volume.id as usize).copied()),
                 })
                 .collect(),
         }

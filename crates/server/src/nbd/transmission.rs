@@ -115,7 +115,8 @@ fn read_requests(
         }
         if request.command == CMD_READ {
             let volume = &connection.volume;
-            if let Some(result) = core.read_if_cached(volume, request.offset, request.length as u64, scratch) {
+            if let Some(result) = core.read_if_cached(volume, request.offset, request.length as u64, scratch)
+            {
                 VolumeStats::bump(&volume.stats.reads, 1);
                 VolumeStats::bump(&volume.stats.read_bytes, request.length as u64);
                 match result {
