@@ -96,6 +96,10 @@ pub struct Scratch {
     failed: Vec<u64>,
     /// Actions already carried out ahead of their turn.
     done_early: Vec<bool>,
+    /// Victim keys with the index of their first action, sorted.
+    victims: Vec<(BlockKey, usize)>,
+    /// Slots filled or freed with the index of the action, sorted.
+    slot_uses: Vec<(u32, usize)>,
 }
 
 /// What a request is, for carrying out its actions.
@@ -697,11 +701,40 @@ impl CacheCore {
         let mut flash_writes = 0;
         // Partial edge blocks of a write whose old data has been merged in.
         let mut merged = [false; 2];
+        s.done_early.clear();
+        s.done_early.resize(s.actions.len(), false);
         self.release_persisted_victims(store, s);
+        if let Request::Read = request {
+            if let Some(e) = self.read_misses_together(volume, first, s) {
+                error.get_or_insert(e);
+            }
+        }
         for i in 0..s.actions.len() {
+            if s.done_early[i] {
+                continue;
+            }
             match s.actions[i] {
                 Action::FlashRead { key, slot } => {
                     let at = ((key.block - first) * bs) as usize;
+                    // Neighbouring blocks in neighbouring slots (blocks admitted
+                    // together) are read with one call.
+                    let mut run = 1;
+                    while let Some(Action::FlashRead { key: k, slot: t }) = s.actions.get(i + run) {
+                        if k.block != key.block + run as u64
+                            || *t != slot + run as u32
+                            || !self.slot_holds(store, *t, *k)
+                        {
+                            break;
+                        }
+                        run += 1;
+                    }
+                    if run > 1 && self.slot_holds(store, slot, key) {
+                        let blocks = &mut s.blocks[at..at + run * bs as usize];
+                        if store.read_slots(slot, blocks).is_ok() {
+                            s.done_early[i + 1..i + run].fill(true);
+                            continue;
+                        }
+                    }
                     if !self.slot_holds(store, slot, key) {
                         // An earlier fill of this slot failed after the engine
                         // counted on it: the backend has the data.
@@ -860,7 +893,6 @@ impl CacheCore {
     /// no earlier action of the request touches are moved ahead, so every
     /// slot still sees its operations in the engine's order.
     fn release_persisted_victims(&self, store: &FlashStore, s: &mut Scratch) {
-        s.done_early.clear();
         let victims = s
             .actions
             .iter()
@@ -869,7 +901,16 @@ impl CacheCore {
         if victims < 2 {
             return;
         }
-        s.done_early.resize(s.actions.len(), false);
+        s.slot_uses.clear();
+        for (i, action) in s.actions.iter().enumerate() {
+            if let Action::FlashWrite { slot, .. }
+            | Action::Evict { slot, .. }
+            | Action::Invalidate { slot, .. } = *action
+            {
+                s.slot_uses.push((slot, i));
+            }
+        }
+        s.slot_uses.sort_unstable();
         let mut volumes: Vec<u32> = Vec::new();
         let mut released = 0;
         for i in 0..s.actions.len() {
@@ -877,19 +918,15 @@ impl CacheCore {
             if !store.persisted_dirty(slot) {
                 continue;
             }
-            let touched_before = s.actions[..i].iter().any(|a| match *a {
-                Action::FlashWrite { slot: t, .. }
-                | Action::Evict { slot: t, .. }
-                | Action::Invalidate { slot: t, .. } => t == slot,
-                _ => false,
-            });
-            let write_back = s.actions[..i]
-                .iter()
-                .rposition(|a| matches!(*a, Action::WriteBack { slot: t, .. } if t == slot));
-            if touched_before || write_back.is_none() {
-                continue;
-            }
-            let write_back = write_back.unwrap();
+            // The engine emits a victim's write-back right before its
+            // eviction; a slot filled or freed earlier in the request keeps
+            // its place in line.
+            let write_back = i
+                .checked_sub(1)
+                .filter(|&j| matches!(s.actions[j], Action::WriteBack { slot: t, .. } if t == slot));
+            let first_use = s.slot_uses.partition_point(|&(t, _)| t < slot);
+            let touched_before = s.slot_uses.get(first_use).is_some_and(|&(t, j)| t == slot && j < i);
+            let Some(write_back) = write_back.filter(|_| !touched_before) else { continue };
             let _ = self.write_back(key, slot, true, &mut s.block);
             s.done_early[write_back] = true;
             store.invalidate(slot);
@@ -907,6 +944,66 @@ impl CacheCore {
         if flushed {
             let _ = store.persist();
         }
+    }
+
+    /// A read's misses, fetched from the backend in as few calls as
+    /// possible: runs of neighbouring blocks are read at once into the
+    /// request's buffer (a 128 KiB miss is one backend read, not 32). Only
+    /// misses that no earlier action of the request touches (as a victim
+    /// written back or evicted) are moved ahead. Returns the first error.
+    fn read_misses_together(&self, volume: &Volume, first: u64, s: &mut Scratch) -> Option<io::Error> {
+        if self.spilled.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        let bs = self.block_size;
+        let mut error = None;
+        let mut run: Option<(u64, u64)> = None;
+        let mut read_run = |run: (u64, u64), s: &mut Scratch| {
+            let (from, to) = run;
+            let start = from * bs;
+            let end = ((to + 1) * bs).min(volume.size.max(start));
+            let at = ((from - first) * bs) as usize;
+            let buf = &mut s.blocks[at..at + ((to - from + 1) * bs) as usize];
+            let n = (end - start) as usize;
+            buf[n..].fill(0);
+            if let Err(e) = volume.backend.read_at(&mut buf[..n], start) {
+                self.stats.backend_errors.fetch_add(1, Ordering::Relaxed);
+                s.failed.extend(from..=to);
+                error.get_or_insert(e);
+            }
+        };
+        // Where each victim first appears, to find in O(log n) whether a
+        // miss's block was written back or evicted earlier in the request.
+        s.victims.clear();
+        for (i, action) in s.actions.iter().enumerate() {
+            if let Action::WriteBack { key, .. }
+            | Action::Evict { key, .. }
+            | Action::Invalidate { key, .. } = *action
+            {
+                s.victims.push((key, i));
+            }
+        }
+        s.victims.sort_unstable();
+        for i in 0..s.actions.len() {
+            let (Action::BackendRead { key } | Action::StagedRead { key }) = s.actions[i] else { continue };
+            let at = s.victims.partition_point(|&(k, _)| k < key);
+            if s.victims.get(at).is_some_and(|&(k, j)| k == key && j < i) {
+                continue;
+            }
+            s.done_early[i] = true;
+            run = match run {
+                Some((from, to)) if key.block == to + 1 => Some((from, key.block)),
+                Some(previous) => {
+                    read_run(previous, s);
+                    Some((key.block, key.block))
+                }
+                None => Some((key.block, key.block)),
+            };
+        }
+        if let Some(last) = run {
+            read_run(last, s);
+        }
+        error
     }
 
     /// A write supersedes any held (failed write-back) copy of its blocks:

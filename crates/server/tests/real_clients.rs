@@ -154,6 +154,7 @@ fn fio_verify(policy: WritePolicy, flash: u64) {
         "--do_verify=1",
         "--verify_fatal=1",
         "--fsync=64",
+        "--verify_state_save=0",
         "--output-format=terse",
     ]));
     let terse = String::from_utf8_lossy(&output.stdout);

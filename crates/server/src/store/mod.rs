@@ -298,6 +298,14 @@ impl FlashStore {
         self.file.read_exact_at(buf, self.layout.slot_offset(slot) + offset)
     }
 
+    /// Reads the blocks of consecutive slots from `slot` on (`buf` holds a
+    /// whole number of blocks).
+    pub fn read_slots(&self, slot: u32, buf: &mut [u8]) -> io::Result<()> {
+        debug_assert_eq!(buf.len() as u64 % self.layout.block_size, 0);
+        debug_assert!(slot as u64 + buf.len() as u64 / self.layout.block_size <= self.layout.slot_count);
+        self.file.read_exact_at(buf, self.layout.slot_offset(slot))
+    }
+
     /// Writes a whole block into `slot` and records it (in memory) as
     /// holding `block` of `volume`, dirty or clean.
     pub fn write(&self, slot: u32, volume: u32, block: u64, data: &[u8], dirty: bool) -> io::Result<()> {
