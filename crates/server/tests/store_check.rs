@@ -136,7 +136,7 @@ fn a_damaged_superblock_copy_is_rewritten_from_the_other() {
     assert_eq!(report.superblock_used, Some(1));
     assert_eq!(report.problems.len(), 1, "{report:?}");
     assert!(report.problems[0].what.contains("superblock copy 0"), "{:?}", report.problems);
-    assert!(!report.problems[0].repaired);
+    assert!(report.problems[0].repairable && !report.problems[0].repaired);
 
     let repaired = check(&path, true).unwrap();
     assert!(repaired.clean, "{repaired:?}");
@@ -289,7 +289,8 @@ fn both_superblocks_damaged_is_a_clear_unrepairable_error() {
         assert!(what.contains("neither superblock copy is valid"), "{what}");
         assert!(what.contains("checksum mismatch"), "{what}");
         assert!(what.contains("remove the file"), "{what}");
-        assert!(!report.problems[0].repaired && report.repairs.is_empty());
+        assert!(!report.problems[0].repairable && !report.problems[0].repaired);
+        assert!(report.repairs.is_empty());
     }
     assert!(std::fs::read(&path).unwrap() == before, "repair changed a store it cannot repair");
     // Opening (as the server does at start) is a clear error, never a re-format.
@@ -308,6 +309,30 @@ fn both_superblocks_damaged_is_a_clear_unrepairable_error() {
 }
 
 #[test]
+fn a_truncated_store_is_extended_and_its_lost_blocks_dropped() {
+    let dir = temp_dir("truncated");
+    let path = dir.join("flash.img");
+    make_store(&path, false);
+    // Keep slots 0 and 1; slots 2 (clean) and 3 (dirty) lose their data.
+    let end_of_slot_1 = data_offset(&path, 2);
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(end_of_slot_1).unwrap();
+    let report = check(&path, false).unwrap();
+    let s = report.slots;
+    assert_eq!((s.checksum_dropped, s.torn_dirty), (1, 1), "{s:?}");
+    assert!(report.problems.iter().any(|p| p.what.contains("data region ends at byte") && p.repairable));
+    let repaired = check(&path, true).unwrap();
+    assert!(repaired.clean, "{repaired:?}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), repaired.geometry.unwrap().end);
+    assert!(check(&path, false).unwrap().problems.is_empty());
+    // Cut into the metadata region: beyond repair.
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(METADATA_OFFSET + 100).unwrap();
+    let report = check(&path, true).unwrap();
+    assert!(!report.clean);
+    let problem = report.problems.iter().find(|p| p.what.contains("slot metadata ends at byte")).unwrap();
+    assert!(!problem.repairable && !problem.repaired);
+}
+
+#[test]
 fn a_file_that_is_not_a_store_is_named_so() {
     let dir = temp_dir("not-a-store");
     let path = dir.join("disk.img");
@@ -315,6 +340,9 @@ fn a_file_that_is_not_a_store_is_named_so() {
     let report = check(&path, false).unwrap();
     assert!(!report.clean);
     assert!(report.problems[0].what.contains("not a cloudcache flash store"), "{:?}", report.problems);
+    std::fs::write(&path, b"short").unwrap();
+    let report = check(&path, false).unwrap();
+    assert!(report.problems[0].what.contains("the file ends before this copy"), "{:?}", report.problems);
     assert!(matches!(check(&dir.join("missing.img"), false), Err(StoreError::Io { .. })));
 }
 

@@ -153,14 +153,16 @@ pub struct DamagedSlot {
 pub struct Problem {
     /// What is wrong, and where.
     pub what: String,
+    /// `cloudcache check --repair` can repair it.
+    pub repairable: bool,
     /// This run repaired it.
     pub repaired: bool,
 }
 
 impl CheckReport {
     /// Records a problem; returns its index.
-    fn problem(&mut self, what: String) -> usize {
-        self.problems.push(Problem { what, repaired: false });
+    fn problem(&mut self, what: String, repairable: bool) -> usize {
+        self.problems.push(Problem { what, repairable, repaired: false });
         self.problems.len() - 1
     }
 }
@@ -203,10 +205,13 @@ pub fn check(path: &Path, repair: bool) -> Result<CheckReport, StoreError> {
             (Err(a), Err(b)) => format!("neither superblock copy is valid (copy 0: {a}; copy 1: {b})"),
             _ => "neither superblock copy is valid".to_string(),
         };
-        report.problem(format!(
-            "{what}; repair cannot rebuild the geometry and volume table without one: remove the file \
+        report.problem(
+            format!(
+                "{what}; repair cannot rebuild the geometry and volume table without one: remove the file \
              (or re-create the store) to start with a cold cache; dirty blocks on it are lost"
-        ));
+            ),
+            false,
+        );
         return Ok(report);
     };
     let superblock = copies[used].clone().map_err(|e| io_err(io::Error::other(e)))?;
@@ -223,33 +228,45 @@ pub fn check(path: &Path, repair: bool) -> Result<CheckReport, StoreError> {
     });
     let other = 1 - used;
     let other_problem = match &copies[other] {
-        Err(e) => Some(report.problem(format!(
-            "superblock copy {other} (offset {}) is damaged: {e}; copy {used} (generation {}) is intact",
-            other as u64 * SUPERBLOCK_BYTES,
-            superblock.generation
-        ))),
-        Ok(sb) if sb.layout != layout => Some(report.problem(format!(
+        Err(e) => Some(report.problem(
+            format!(
+                "superblock copy {other} (offset {}) is damaged: {e}; copy {used} (generation {}) is intact",
+                other as u64 * SUPERBLOCK_BYTES,
+                superblock.generation
+            ),
+            true,
+        )),
+        Ok(sb) if sb.layout != layout => Some(report.problem(
+            format!(
             "superblock copy {other} (generation {}) describes another geometry than the newer copy {used}",
             sb.generation
-        ))),
+        ),
+            true,
+        )),
         Ok(_) => None,
     };
     check_volume_table(&superblock, &mut report);
 
     let metadata_end = METADATA_OFFSET + layout.metadata_bytes();
     if metadata_end > device_bytes {
-        report.problem(format!(
-            "the store is {device_bytes} bytes but its slot metadata ends at byte {metadata_end}: \
+        report.problem(
+            format!(
+                "the store is {device_bytes} bytes but its slot metadata ends at byte {metadata_end}: \
              truncated; repair cannot restore lost metadata: remove the file to start cold"
-        ));
+            ),
+            false,
+        );
         return Ok(report);
     }
     let truncated_problem = (layout.end() > device_bytes).then(|| {
-        report.problem(format!(
+        report.problem(
+            format!(
             "the store is {device_bytes} bytes but its data region ends at byte {}: blocks past the end are \
              unreadable",
             layout.end()
-        ))
+        ),
+            is_regular_file,
+        )
     });
 
     let mut metadata = vec![0u8; layout.metadata_bytes() as usize];
@@ -292,7 +309,7 @@ pub fn check(path: &Path, repair: bool) -> Result<CheckReport, StoreError> {
                  the damaged clean blocks",
             );
         }
-        dropped_problem = Some(report.problem(what));
+        dropped_problem = Some(report.problem(what, true));
     }
 
     if !repair {
@@ -325,7 +342,7 @@ pub fn check(path: &Path, repair: bool) -> Result<CheckReport, StoreError> {
         ));
         report.problems[problem].repaired = true;
     }
-    if let Some(problem) = truncated_problem.filter(|_| is_regular_file) {
+    if let Some(problem) = truncated_problem.filter(|&p| report.problems[p].repairable) {
         file.set_len(layout.end()).map_err(io_err)?;
         file.sync_all().map_err(io_err)?;
         report.repairs.push(format!("extended the file from {device_bytes} to {} bytes", layout.end()));
@@ -354,10 +371,13 @@ pub fn check(path: &Path, repair: bool) -> Result<CheckReport, StoreError> {
 fn check_volume_table(superblock: &Superblock, report: &mut CheckReport) {
     for (i, v) in superblock.volumes.iter().enumerate() {
         if let Some(first) = superblock.volumes[..i].iter().find(|w| w.id == v.id || w.name == v.name) {
-            report.problem(format!(
-                "the volume table lists volume {:?} (id {}) and {:?} (id {}) with the same id or name",
-                first.name, first.id, v.name, v.id
-            ));
+            report.problem(
+                format!(
+                    "the volume table lists volume {:?} (id {}) and {:?} (id {}) with the same id or name",
+                    first.name, first.id, v.name, v.id
+                ),
+                false,
+            );
         }
     }
 }

@@ -423,6 +423,9 @@ pub fn read_superblock_copies(file: &File) -> [Result<Superblock, String>; 2] {
         let mut bytes = vec![0u8; SUPERBLOCK_BYTES as usize];
         match file.read_exact_at(&mut bytes, copy * SUPERBLOCK_BYTES) {
             Ok(()) => Superblock::decode(&bytes).map_err(|e| e.to_string()),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                Err("the file ends before this copy (too short for a flash store)".to_string())
+            }
             Err(e) => Err(format!("cannot read: {e}")),
         }
     })
