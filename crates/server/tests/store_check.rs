@@ -344,6 +344,8 @@ fn a_file_that_is_not_a_store_is_named_so() {
     let report = check(&path, false).unwrap();
     assert!(report.problems[0].what.contains("the file ends before this copy"), "{:?}", report.problems);
     assert!(matches!(check(&dir.join("missing.img"), false), Err(StoreError::Io { .. })));
+    let err = check(&dir, false).unwrap_err().to_string();
+    assert!(err.contains("is a directory"), "{err}");
 }
 
 #[test]

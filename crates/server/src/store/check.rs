@@ -176,8 +176,13 @@ impl CheckReport {
 pub fn check(path: &Path, repair: bool) -> Result<CheckReport, StoreError> {
     let io_err = |source: io::Error| StoreError::Io { path: path.to_path_buf(), source };
     let mut file = OpenOptions::new().read(true).write(repair).open(path).map_err(io_err)?;
+    let file_type = file.metadata().map_err(io_err)?.file_type();
+    if file_type.is_dir() {
+        let e = io::Error::new(io::ErrorKind::InvalidInput, "is a directory, not a store file or device");
+        return Err(io_err(e));
+    }
+    let is_regular_file = file_type.is_file();
     let device_bytes = file.seek(SeekFrom::End(0)).map_err(io_err)?;
-    let is_regular_file = file.metadata().map_err(io_err)?.is_file();
     let mut report = CheckReport { path: path.display().to_string(), device_bytes, ..CheckReport::default() };
 
     let copies = read_superblock_copies(&file);
