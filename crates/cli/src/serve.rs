@@ -8,6 +8,7 @@ use clap::Args;
 use cloudcache_server::config::{ServerConfig, ShutdownMode, VolumeConfig};
 use cloudcache_server::nbd::stream::ListenAddr;
 use cloudcache_server::server::Server;
+use cloudcache_server::store::CheckReport;
 use cloudcache_trace::units::{parse_duration, parse_size};
 
 /// `cloudcache serve`.
@@ -223,10 +224,120 @@ pub struct CheckArgs {
     /// corrupt, stale and unverifiable entries).
     #[arg(long)]
     repair: bool,
+    /// Print the report as JSON on stdout instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
-/// Verifies a store offline.
+/// Verifies a store offline (docs/server.md, "Checking a flash store").
+/// Fails (non-zero exit) when problems remain: found and not repaired, or
+/// beyond repair.
 pub fn check(args: CheckArgs) -> Result<()> {
-    let _ = (&args.flash, args.repair);
-    bail!("cloudcache check is not built yet")
+    // The error names the store and the cause itself: no chain to print.
+    let report =
+        cloudcache_server::store::check(&args.flash, args.repair).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).context("cannot encode the report as JSON")?;
+        println!("{text}");
+    } else {
+        print!("{}", render_check(&report));
+    }
+    if report.clean {
+        return Ok(());
+    }
+    let left = report.problems.iter().filter(|p| !p.repaired).count();
+    let repairable = report.problems.iter().filter(|p| !p.repaired && p.repairable).count();
+    let flash = args.flash.display();
+    if repairable == 0 {
+        bail!("{flash}: {left} problem(s) that cannot be repaired (see above)");
+    }
+    bail!(
+        "{flash}: {left} problem(s) found, {repairable} repairable: run `cloudcache check --repair {flash}`"
+    )
+}
+
+/// The report as text.
+fn render_check(report: &CheckReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "flash store {} ({} bytes)", report.path, report.device_bytes);
+    for sb in &report.superblocks {
+        let used = if report.superblock_used == Some(sb.copy) { " (used)" } else { "" };
+        match (&sb.error, sb.generation) {
+            (None, Some(generation)) => {
+                let closed =
+                    if sb.clean_shutdown == Some(true) { "closed cleanly" } else { "open or crashed" };
+                let _ = writeln!(
+                    out,
+                    "  superblock {} at {}: ok, generation {generation}, {closed}, {} volume(s){used}",
+                    sb.copy,
+                    sb.offset,
+                    sb.volumes.unwrap_or(0)
+                );
+            }
+            (error, _) => {
+                let why = error.as_deref().unwrap_or("invalid");
+                let _ = writeln!(out, "  superblock {} at {}: BAD: {why}", sb.copy, sb.offset);
+            }
+        }
+    }
+    if let Some(g) = &report.geometry {
+        let _ = writeln!(
+            out,
+            "  geometry: {} slots of {} B; metadata {} B at {}, data at {}, ends at {}",
+            g.slot_count, g.block_size, g.metadata_bytes, g.metadata_offset, g.data_offset, g.end
+        );
+        let s = &report.slots;
+        let _ = writeln!(
+            out,
+            "  slots: {} empty, {} clean, {} dirty ({} torn); dropped: {} corrupt, {} unknown volume, {} stale \
+             duplicate, {} data checksum",
+            s.empty,
+            s.clean,
+            s.dirty,
+            s.torn_dirty,
+            s.corrupt_entries,
+            s.unknown_volume,
+            s.stale_duplicates,
+            s.checksum_dropped
+        );
+    }
+    for v in &report.volumes {
+        let _ = writeln!(
+            out,
+            "  volume {} (id {}, {} bytes): {} clean, {} dirty ({} torn)",
+            v.name, v.id, v.size, v.clean_blocks, v.dirty_blocks, v.torn_dirty
+        );
+    }
+    for slot in report.damaged_slots.iter().take(10) {
+        let what = match (slot.volume, slot.block) {
+            (Some(volume), Some(block)) => format!("volume id {volume} block {block}"),
+            _ => "unreadable entry".to_string(),
+        };
+        let _ = writeln!(out, "  slot {}: {} ({what})", slot.slot, slot.verdict.name());
+    }
+    if report.damaged_slots.len() > 10 {
+        let _ = writeln!(out, "  ... (--json lists the first {} damaged slots)", report.damaged_slots.len());
+    }
+    for warning in &report.warnings {
+        let _ = writeln!(out, "warning: {warning}");
+    }
+    for problem in &report.problems {
+        let state = match (problem.repaired, problem.repairable) {
+            (true, _) => "repaired",
+            (false, true) => "PROBLEM (repairable)",
+            (false, false) => "PROBLEM (cannot be repaired)",
+        };
+        let _ = writeln!(out, "{state}: {}", problem.what);
+    }
+    for repair in &report.repairs {
+        let _ = writeln!(out, "changed: {repair}");
+    }
+    let verdict = match (report.clean, report.repairs.is_empty()) {
+        (true, true) => "clean",
+        (true, false) => "clean after repair",
+        (false, _) => "NOT clean",
+    };
+    let _ = writeln!(out, "{verdict}");
+    out
 }

@@ -13,11 +13,13 @@
 //! *persisted* entry says dirty is not reused before that entry is
 //! persisted as invalid ([`FlashStore::persisted_dirty`]).
 
+pub mod check;
 pub mod layout;
 mod recover;
 
+pub use check::{check, CheckReport};
 pub use layout::{Layout, SlotEntry, Superblock, VolumeRecord};
-pub use recover::{RecoveryReport, Restored};
+pub use recover::{RecoveryReport, Restored, SlotVerdict};
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -44,7 +46,7 @@ pub enum StoreError {
         source: io::Error,
     },
     /// Neither superblock copy is usable.
-    #[error("flash store {path}: metadata is corrupt (superblock 0: {first}; superblock 1: {second}); run `cloudcache check --repair {path}` or remove the file to start cold")]
+    #[error("flash store {path}: metadata is corrupt (superblock 0: {first}; superblock 1: {second}); run `cloudcache check {path}` for details, or remove the file to start cold")]
     Corrupt {
         /// The store.
         path: PathBuf,
@@ -130,10 +132,13 @@ impl FlashStore {
             .map_err(io_err)?;
         let existing = file.metadata().map_err(io_err)?.len();
         let is_block_device = !file.metadata().map_err(io_err)?.is_file();
-        let mut head = [0u8; 8];
-        let formatted = (existing > 0 || is_block_device)
-            && file.read_exact_at(&mut head, 0).is_ok()
-            && head == layout::MAGIC;
+        // Either copy's magic marks a store: a damaged copy 0 must lead to
+        // recovery from copy 1 (or a clear error), never to a re-format.
+        let has_magic = |copy: u64| {
+            let mut head = [0u8; 8];
+            file.read_exact_at(&mut head, copy * SUPERBLOCK_BYTES).is_ok() && head == layout::MAGIC
+        };
+        let formatted = (existing > 0 || is_block_device) && (has_magic(0) || has_magic(1));
         if !formatted {
             return FlashStore::format(file, path, size, block_size)
                 .map(|store| (store, Restored::default()));
@@ -419,25 +424,35 @@ impl FlashStore {
     }
 }
 
+/// Reads and decodes both superblock copies; an error says why a copy was
+/// rejected.
+pub fn read_superblock_copies(file: &File) -> [Result<Superblock, String>; 2] {
+    [0u64, 1].map(|copy| {
+        let mut bytes = vec![0u8; SUPERBLOCK_BYTES as usize];
+        match file.read_exact_at(&mut bytes, copy * SUPERBLOCK_BYTES) {
+            Ok(()) => Superblock::decode(&bytes).map_err(|e| e.to_string()),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                Err("the file ends before this copy (too short for a flash store)".to_string())
+            }
+            Err(e) => Err(format!("cannot read: {e}")),
+        }
+    })
+}
+
+/// The copy a store opens with: the valid one of the newer generation.
+pub fn newest_superblock(copies: &[Result<Superblock, String>; 2]) -> Option<usize> {
+    (0..2).filter(|&i| copies[i].is_ok()).max_by_key(|&i| copies[i].as_ref().map_or(0, |s| s.generation))
+}
+
 /// Reads both superblock copies and keeps the newer valid one.
 pub fn read_superblock(file: &File, path: &Path) -> Result<Superblock, StoreError> {
-    let mut decoded = Vec::new();
-    for copy in 0..2u64 {
-        let mut bytes = vec![0u8; SUPERBLOCK_BYTES as usize];
-        let result = match file.read_exact_at(&mut bytes, copy * SUPERBLOCK_BYTES) {
-            Ok(()) => Superblock::decode(&bytes).map_err(|e| e.to_string()),
-            Err(e) => Err(format!("cannot read: {e}")),
-        };
-        decoded.push(result);
-    }
-    let mut valid: Vec<&Superblock> = decoded.iter().filter_map(|d| d.as_ref().ok()).collect();
-    valid.sort_by_key(|s| s.generation);
-    match valid.last() {
-        Some(sb) => Ok((*sb).clone()),
+    let copies = read_superblock_copies(file);
+    match newest_superblock(&copies) {
+        Some(i) => Ok(copies[i].clone().expect("a valid copy")),
         None => Err(StoreError::Corrupt {
             path: path.to_path_buf(),
-            first: decoded[0].clone().unwrap_err(),
-            second: decoded[1].clone().unwrap_err(),
+            first: copies[0].clone().unwrap_err(),
+            second: copies[1].clone().unwrap_err(),
         }),
     }
 }
