@@ -61,3 +61,26 @@ fn hit_ratio_after_a_clean_restart_starts_where_it_stopped() {
     assert!(got == expected[..(4 * MIB) as usize]);
     server.shutdown().unwrap();
 }
+
+#[test]
+fn a_store_in_use_is_not_opened_twice() {
+    let dir = TempDir::new("in-use");
+    let disk = dir.join("disk.img");
+    std::fs::File::create(&disk).unwrap().set_len(16 * MIB).unwrap();
+    let config =
+        |socket: &str| TestServer::config(&dir, &disk, &dir.join(socket), WritePolicy::WriteBack, 8 * MIB);
+    let first = Server::start(config("a.sock")).unwrap();
+    let second = Server::start(config("b.sock")).err().expect("a second server on the same store");
+    assert!(second.contains("in use"), "{second}");
+    let flash = dir.join("flash.img");
+    let report = cloudcache_server::store::check::check(&flash, false).unwrap();
+    assert!(report.warnings.iter().any(|w| w.contains("in use")), "{report:?}");
+    assert!(
+        cloudcache_server::store::check::check(&flash, true).is_err(),
+        "repair needs the store to itself"
+    );
+    first.shutdown().unwrap();
+    // Closed cleanly: the store is free again.
+    let again = Server::start(config("c.sock")).unwrap();
+    again.shutdown().unwrap();
+}

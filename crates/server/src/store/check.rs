@@ -182,8 +182,18 @@ pub fn check(path: &Path, repair: bool) -> Result<CheckReport, StoreError> {
         return Err(io_err(e));
     }
     let is_regular_file = file_type.is_file();
+    let in_use = match super::lock_exclusive(&file, path) {
+        Ok(()) => false,
+        Err(StoreError::InUse { .. }) if !repair => true,
+        Err(e) => return Err(e),
+    };
     let device_bytes = file.seek(SeekFrom::End(0)).map_err(io_err)?;
     let mut report = CheckReport { path: path.display().to_string(), device_bytes, ..CheckReport::default() };
+    if in_use {
+        report.warnings.push(
+            "the store is in use by another process (a running server): what is read may be changing".into(),
+        );
+    }
 
     let copies = read_superblock_copies(&file);
     for (copy, decoded) in copies.iter().enumerate() {

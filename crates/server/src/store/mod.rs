@@ -55,6 +55,12 @@ pub enum StoreError {
         /// Why copy 1 was rejected.
         second: String,
     },
+    /// Another process (a running server) has the store open.
+    #[error("flash store {path} is in use by another process (a running cloudcache serve?)")]
+    InUse {
+        /// The store.
+        path: PathBuf,
+    },
     /// The store exists with another geometry than asked for.
     #[error("flash store {path}: {what}")]
     Mismatch {
@@ -130,6 +136,7 @@ impl FlashStore {
             .truncate(false)
             .open(path)
             .map_err(io_err)?;
+        lock_exclusive(&file, path)?;
         let existing = file.metadata().map_err(io_err)?.len();
         let is_block_device = !file.metadata().map_err(io_err)?.is_file();
         // Either copy's magic marks a store: a damaged copy 0 must lead to
@@ -163,6 +170,7 @@ impl FlashStore {
             .write(true)
             .open(path)
             .map_err(|source| StoreError::Io { path: path.to_path_buf(), source })?;
+        lock_exclusive(&file, path)?;
         FlashStore::open_existing(file, path)
     }
 
@@ -220,7 +228,10 @@ impl FlashStore {
                 }
             }
         }
-        // From here until a clean close, a restart is a crash recovery.
+        // From here until a clean close, a restart is a crash recovery. Both
+        // copies: the older one still says "closed cleanly", and a damaged
+        // newer copy must not bring it back.
+        store.write_superblock(0).map_err(io_err)?;
         store.write_superblock(0).map_err(io_err)?;
         Ok((store, restored))
     }
@@ -407,7 +418,11 @@ impl FlashStore {
     /// open trusts the metadata without reading the data back.
     pub fn close_clean(&self) -> io::Result<()> {
         self.persist()?;
-        self.write_superblock(FLAG_CLEAN_SHUTDOWN)
+        self.write_superblock(FLAG_CLEAN_SHUTDOWN)?;
+        // Closed: another process (a restart, `cloudcache check`) may open it.
+        // SAFETY: flock on a valid descriptor has no memory-safety effects.
+        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+        Ok(())
     }
 
     fn write_superblock(&self, flags: u32) -> io::Result<()> {
@@ -455,6 +470,20 @@ pub fn read_superblock(file: &File, path: &Path) -> Result<Superblock, StoreErro
             second: copies[1].clone().unwrap_err(),
         }),
     }
+}
+
+/// Takes the store's advisory lock, so two servers (or a server and
+/// `cloudcache check --repair`) never work on one store at once.
+pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<(), StoreError> {
+    // SAFETY: flock on a valid descriptor has no memory-safety effects.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Err(StoreError::InUse { path: path.to_path_buf() });
+    }
+    Err(StoreError::Io { path: path.to_path_buf(), source: error })
 }
 
 /// Allocates `len` bytes of real space for `file`.
