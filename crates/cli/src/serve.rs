@@ -37,6 +37,10 @@ pub struct ServeArgs {
     /// a file path or an nbd:// / nbd+unix:// URI (repeatable).
     #[arg(long = "volume")]
     volumes: Vec<VolumeConfig>,
+    /// DIR[:WRITE-POLICY]: every disk image file in DIR as a volume named by
+    /// its file name without the extension (repeatable).
+    #[arg(long = "disk-dir")]
+    disk_dirs: Vec<String>,
     /// Admin HTTP API (JSON) and Prometheus /metrics address, HOST:PORT
     /// (e.g. 127.0.0.1:9090; port 0 picks a free port).
     #[arg(long)]
@@ -93,6 +97,17 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     let demo_dir = if args.demo { Some(demo_setup(&mut config)?) } else { None };
     config.listen.extend(args.listen);
     config.volumes.extend(args.volumes);
+    for spec in &args.disk_dirs {
+        // A policy after the last colon, if it names one; else all of it is the path.
+        let (dir, policy) = match spec.rsplit_once(':').map(|(dir, policy)| (dir, policy.parse())) {
+            Some((dir, Ok(policy))) => (dir, policy),
+            _ => (spec.as_str(), cloudcache_engine::WritePolicy::WriteBack),
+        };
+        config.volumes.extend(
+            cloudcache_server::config::volumes_in_dir(std::path::Path::new(dir), policy)
+                .map_err(anyhow::Error::msg)?,
+        );
+    }
     if let Some(v) = args.flash {
         config.flash = v;
     }

@@ -66,6 +66,36 @@ impl FromStr for VolumeConfig {
     }
 }
 
+/// One volume per regular file in `dir`, named by the file's name without
+/// its extension (`vm7.img` is export `vm7`), in name order: a directory of
+/// disk images as the backend.
+pub fn volumes_in_dir(dir: &std::path::Path, write_policy: WritePolicy) -> Result<Vec<VolumeConfig>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("disk directory {}: {e}", dir.display()))?;
+    let mut volumes = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("disk directory {}: {e}", dir.display()))?;
+        let path = entry.path();
+        if !path.is_file() {
+            continue;
+        }
+        let Some(name) =
+            path.file_stem().and_then(|n| n.to_str()).filter(|n| !n.is_empty() && !n.starts_with('.'))
+        else {
+            continue;
+        };
+        volumes.push(VolumeConfig {
+            name: name.to_string(),
+            backend: path.display().to_string(),
+            write_policy,
+        });
+    }
+    volumes.sort_by(|a, b| a.name.cmp(&b.name));
+    if volumes.is_empty() {
+        return Err(format!("disk directory {} holds no disk image files", dir.display()));
+    }
+    Ok(volumes)
+}
+
 /// Everything a server needs.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -133,6 +163,15 @@ struct FileConfig {
     allocation: Option<AllocationSection>,
     #[serde(default)]
     volume: Vec<VolumeSection>,
+    #[serde(default)]
+    disk_dir: Vec<DiskDirSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DiskDirSection {
+    path: PathBuf,
+    write_policy: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -210,6 +249,15 @@ impl ServerConfig {
             };
             config.volumes.push(VolumeConfig { name: v.name, backend: v.backend, write_policy });
         }
+        for (i, d) in file.disk_dir.into_iter().enumerate() {
+            let write_policy = match d.write_policy {
+                Some(p) => p.parse().map_err(|e| field(&format!("disk_dir[{i}].write_policy"), e))?,
+                None => WritePolicy::WriteBack,
+            };
+            config.volumes.extend(
+                volumes_in_dir(&d.path, write_policy).map_err(|e| field(&format!("disk_dir[{i}]"), e))?,
+            );
+        }
         Ok(config)
     }
 
@@ -265,6 +313,24 @@ mod tests {
         );
         assert!("novalue".parse::<VolumeConfig>().is_err());
         assert!("=x".parse::<VolumeConfig>().is_err());
+    }
+
+    #[test]
+    fn a_disk_directory_gives_one_volume_per_file() {
+        let dir = std::env::temp_dir().join(format!("cc-disk-dir-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        for name in ["vm2.img", "vm1.raw", ".hidden"] {
+            std::fs::write(dir.join(name), b"").unwrap();
+        }
+        let volumes = volumes_in_dir(&dir, WritePolicy::WriteThrough).unwrap();
+        let names: Vec<&str> = volumes.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["vm1", "vm2"]);
+        assert!(volumes.iter().all(|v| v.write_policy == WritePolicy::WriteThrough));
+        let text = format!("[[disk_dir]]\npath = {:?}\n", dir.display().to_string());
+        assert_eq!(ServerConfig::from_toml(&text, "host.toml").unwrap().volumes.len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = volumes_in_dir(&dir, WritePolicy::WriteBack).unwrap_err();
+        assert!(e.contains("disk directory"), "{e}");
     }
 
     #[test]
