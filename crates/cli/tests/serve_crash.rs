@@ -13,7 +13,8 @@ use cloudcache_server::nbd::client::{Client, ClientOptions};
 use cloudcache_server::nbd::uri::NbdUri;
 
 const BLOCK: usize = 4096;
-const DISK_BLOCKS: u64 = 8192; // 32 MiB
+const DISK_BLOCKS: u64 = 8192; // 32 MiB checked by the writers ...
+const FIO_BYTES: u64 = 16 << 20; // ... and 16 MiB beyond it where fio adds load
 const WRITERS: u64 = 4;
 
 struct Dir(PathBuf);
@@ -112,10 +113,38 @@ fn flushed_writes_survive_kill_9() {
     let dir = Dir(std::env::temp_dir().join(format!("cc-crash-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&dir.0);
     std::fs::create_dir_all(&dir.0).unwrap();
-    std::fs::File::create(dir.0.join("disk.img")).unwrap().set_len(DISK_BLOCKS * BLOCK as u64).unwrap();
+    std::fs::File::create(dir.0.join("disk.img"))
+        .unwrap()
+        .set_len(DISK_BLOCKS * BLOCK as u64 + FIO_BYTES)
+        .unwrap();
+    let have_fio = Command::new("fio").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have_fio {
+        eprintln!("fio is not installed: the crash test runs without its background load");
+    }
     for cycle in 0..3 {
         let mut server = start(&dir.0);
         let stop = Arc::new(AtomicBool::new(false));
+        // fio's write-back workload with periodic flushes (fsync = FLUSH)
+        // beside the checked writers; it dies with the server.
+        let fio = have_fio.then(|| {
+            Command::new("fio")
+                .args([
+                    "--name=load",
+                    "--ioengine=nbd",
+                    "--rw=randwrite",
+                    "--bs=4k",
+                    "--iodepth=8",
+                    "--fsync=16",
+                ])
+                .arg(format!("--uri=nbd+unix:///vm1?socket={}", dir.0.join("nbd.sock").display()))
+                .arg(format!("--offset={}", DISK_BLOCKS * BLOCK as u64))
+                .arg(format!("--size={FIO_BYTES}"))
+                .args(["--time_based=1", "--runtime=30"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        });
         let writers: Vec<_> = (0..WRITERS)
             .map(|id| {
                 let (dir, stop) = (dir.0.clone(), stop.clone());
@@ -127,6 +156,10 @@ fn flushed_writes_survive_kill_9() {
         server.kill().unwrap();
         server.wait().unwrap();
         stop.store(true, Ordering::Relaxed);
+        if let Some(mut fio) = fio {
+            let _ = fio.kill();
+            let _ = fio.wait();
+        }
         let results: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
         let rounds: u64 = results.iter().map(|r| r.1).sum();
         assert!(rounds > WRITERS * 2, "the workload barely ran ({rounds} rounds)");
