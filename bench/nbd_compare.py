@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -56,12 +57,17 @@ def wait_for_quiet(max_load: float, max_wait: float = 900) -> None:
 
 
 def wait_for_socket(path: Path, proc: subprocess.Popen) -> None:
+    """Waits until the server accepts connections on `path`."""
     deadline = time.time() + 30
-    while not path.exists():
+    while True:
         if proc.poll() is not None or time.time() > deadline:
             raise RuntimeError(f"server for {path} did not start")
-        time.sleep(0.05)
-    time.sleep(0.1)
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(str(path))
+            return
+        except OSError:
+            time.sleep(0.05)
 
 
 class Server:
@@ -69,8 +75,15 @@ class Server:
 
     def __init__(self, name: str, argv: list[str], socket: Path, export: str = ""):
         self.name, self.socket = name, socket
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_socket(socket, self.proc)
+        self.log = socket.with_suffix(".log")
+        # A previous round's server may have left its socket file behind.
+        socket.unlink(missing_ok=True)
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            wait_for_socket(socket, self.proc)
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}: {' '.join(argv)}\n{self.log.read_text()}") from None
         self.uri = f"nbd+unix:///{export}?socket={socket}"
 
     def stop(self) -> None:
@@ -100,11 +113,12 @@ def cloudcache(work: Path, name: str, backend: str) -> Server:
 
 
 def fio(uri: str, size: str, runtime: int, rw: str = "randread") -> dict:
-    out = subprocess.run(
-        ["fio", "--name=bench", "--ioengine=nbd", f"--uri={uri}", f"--rw={rw}", "--bs=4k",
-         "--iodepth=16", f"--size={size}", f"--runtime={runtime}", "--time_based=1",
-         "--randrepeat=0", "--output-format=json"],
-        capture_output=True, text=True, check=True)
+    argv = ["fio", "--name=bench", "--ioengine=nbd", f"--uri={uri}", f"--rw={rw}", "--bs=4k",
+            "--iodepth=16", f"--size={size}", f"--runtime={runtime}", "--time_based=1",
+            "--randrepeat=0", "--output-format=json"]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed:\n{out.stderr}{out.stdout[-2000:]}")
     # The nbd engine may print a line before the JSON.
     job = json.loads(out.stdout[out.stdout.index("{"):])["jobs"][0]["read"]
     return {"iops": job["iops"], "p99_us": job["clat_ns"]["percentile"]["99.000000"] / 1000}

@@ -32,6 +32,9 @@ use crate::volume::Volume;
 /// (the owner of a share takes it back when it needs it).
 const SHARE_MODE: ShareMode = ShareMode { lend_free_space: true, drop_excess: false };
 
+/// Most bytes one block status reply describes (16,384 blocks of 4 KiB).
+pub const BLOCK_STATUS_LIMIT: u64 = 64 << 20;
+
 /// Largest read a connection's reader serves itself when it is all hits.
 const INLINE_READ_LIMIT: u64 = 128 << 10;
 
@@ -498,7 +501,12 @@ impl CacheCore {
     /// The allocation map of a range as a client should see it: cached
     /// blocks (clean or dirty) are data whatever the backend says, so a
     /// copy that skips holes never skips data that lives only in the cache.
+    ///
+    /// Answers for at most [`BLOCK_STATUS_LIMIT`] bytes from `offset` (a
+    /// reply may cover less than asked; the client asks again from where it
+    /// ends), so one request never holds the engine long.
     pub fn block_status(&self, volume: &Volume, offset: u64, len: u64) -> io::Result<Vec<Extent>> {
+        let len = len.min(BLOCK_STATUS_LIMIT);
         let backend = volume.backend.extents(offset, len)?;
         let bs = self.block_size;
         let end = offset + backend.iter().map(|e| e.len).sum::<u64>().min(len);

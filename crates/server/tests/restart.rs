@@ -4,6 +4,7 @@
 mod common;
 
 use cloudcache_engine::WritePolicy;
+use cloudcache_server::config::ShutdownMode;
 use cloudcache_server::core::Scratch;
 use cloudcache_server::server::Server;
 use common::{random_bytes, TempDir, TestServer};
@@ -83,4 +84,71 @@ fn a_store_in_use_is_not_opened_twice() {
     // Closed cleanly: the store is free again.
     let again = Server::start(config("c.sock")).unwrap();
     again.shutdown().unwrap();
+}
+
+/// A server over `disk` whose flash is closed as `shutdown` says.
+fn server_with(
+    dir: &TempDir,
+    disk: &std::path::Path,
+    shutdown: ShutdownMode,
+    dirty_high: f64,
+) -> std::sync::Arc<Server> {
+    let mut config = TestServer::config(dir, disk, &dir.join("nbd.sock"), WritePolicy::WriteBack, 64 * MIB);
+    config.shutdown = shutdown;
+    config.dirty_high = dirty_high;
+    config.dirty_low = dirty_high / 2.0;
+    Server::start(config).unwrap()
+}
+
+#[test]
+fn shutdown_persists_or_flushes_dirty_blocks_as_configured() {
+    for mode in [ShutdownMode::Persist, ShutdownMode::Flush] {
+        let dir = TempDir::new("shutdown");
+        let disk = dir.join("disk.img");
+        std::fs::File::create(&disk).unwrap().set_len(16 * MIB).unwrap();
+        let data = random_bytes(MIB as usize, 5);
+        let server = server_with(&dir, &disk, mode, 1.0);
+        let volume = server.exports()[0].volume.clone();
+        server.core().write(&volume, 0, &data, false, &mut Scratch::default()).unwrap();
+        server.shutdown().unwrap();
+        drop(server);
+        let on_backend = std::fs::read(&disk).unwrap()[..MIB as usize] == data[..];
+        let server = server_with(&dir, &disk, mode, 1.0);
+        let report = server.recovery().unwrap().clone();
+        match mode {
+            // Dirty blocks stay on flash, and come back dirty.
+            ShutdownMode::Persist => assert!(!on_backend && report.dirty_blocks == 256, "{report:?}"),
+            // Everything was written back first.
+            ShutdownMode::Flush => assert!(on_backend && report.dirty_blocks == 0, "{report:?}"),
+        }
+        let volume = server.exports()[0].volume.clone();
+        assert!(server.core().read(&volume, 0, MIB, &mut Scratch::default()).unwrap() == &data[..]);
+        server.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn the_cleaner_writes_back_down_to_the_low_watermark() {
+    let dir = TempDir::new("cleaner");
+    let disk = dir.join("disk.img");
+    std::fs::File::create(&disk).unwrap().set_len(16 * MIB).unwrap();
+    // About 15,800 blocks of cache: above 10 % dirty the cleaner starts,
+    // and it stops at 5 % (give or take one step of 256 blocks).
+    let server = server_with(&dir, &disk, ShutdownMode::Persist, 0.1);
+    let volume = server.exports()[0].volume.clone();
+    let capacity = server.core().with_engine(|c| c.capacity_weight());
+    let data = random_bytes((8 * MIB) as usize, 9);
+    server.core().write(&volume, 0, &data, false, &mut Scratch::default()).unwrap();
+    assert!(server.core().dirty_blocks() > capacity / 10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server.core().dirty_blocks() > capacity / 20 {
+        assert!(std::time::Instant::now() < deadline, "the cleaner did not get below the low watermark");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // It writes the oldest first, and stops near the low watermark.
+    let dirty = server.core().dirty_blocks();
+    assert!(dirty > (capacity / 20).saturating_sub(256), "cleaned far past the low watermark: {dirty} left");
+    let backend = std::fs::read(&disk).unwrap();
+    assert!(backend[..4096] == data[..4096], "the oldest write was written back");
+    server.shutdown().unwrap();
 }
