@@ -11,8 +11,9 @@
 //! makes every acknowledged write durable (backend flush, then the store's
 //! ordered metadata persist); a block is recorded clean only once its
 //! write-back is durable on the backend; a failed write-back keeps the data
-//! (the block is dirty again, or, if it was being evicted, held in memory
-//! and retried) and a failed flash write falls back to the backend.
+//! (the block is dirty again, or, if it was being evicted, held in its
+//! pinned flash slot and retried) and a failed flash write falls back to the
+//! backend.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,9 +22,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use cloudcache_demand::controller::{Controller, ControllerConfig, VolumeWindow};
 use cloudcache_engine::{Action, BlockKey, Cache, CacheConfig, ShareMode, WritePolicy};
 use cloudcache_trace::Op;
-use hashbrown::HashMap;
 
 use crate::backend::Extent;
+use crate::held::Held;
 use crate::lanes::{all_key_lanes, key_lane, slot_lane, Dispenser, Lane, Lanes};
 use crate::store::FlashStore;
 use crate::volume::Volume;
@@ -145,10 +146,9 @@ pub struct CacheCore {
     lanes: Lanes,
     block_size: u64,
     volumes: RwLock<Vec<Option<Arc<Volume>>>>,
-    /// Dirty blocks whose write-back failed while they were being evicted:
-    /// the only current copy, retried by the cleaner.
-    spill: Mutex<HashMap<BlockKey, Box<[u8]>>>,
-    spilled: AtomicUsize,
+    /// Dirty blocks whose write-back failed while they were being evicted,
+    /// kept in their (pinned) slots and retried by the cleaner.
+    held: Held,
     /// Write-backs done but not yet covered by a backend flush:
     /// (slot, sequence number, volume id).
     pending_clean: Mutex<Vec<(u32, u64, u32)>>,
@@ -197,8 +197,7 @@ impl CacheCore {
             lanes: Lanes::new(),
             block_size,
             volumes: RwLock::new(Vec::new()),
-            spill: Mutex::new(HashMap::new()),
-            spilled: AtomicUsize::new(0),
+            held: Held::default(),
             pending_clean: Mutex::new(Vec::new()),
             degraded: AtomicBool::new(false),
             flush_lock: Mutex::new(()),
@@ -514,16 +513,11 @@ impl CacheCore {
         let first = offset / bs;
         let last = (end.max(offset + 1) - 1) / bs;
         let cached: Vec<bool> = {
-            let spill = if self.spilled.load(Ordering::Relaxed) > 0 {
-                Some(self.spill.lock().unwrap())
-            } else {
-                None
-            };
             let engine = self.engine.lock().unwrap();
             (first..=last)
                 .map(|block| {
                     let key = BlockKey::new(volume.id, block);
-                    engine.cache.lookup(key).is_some() || spill.as_ref().is_some_and(|s| s.contains_key(&key))
+                    engine.cache.lookup(key).is_some() || self.held.slot_of(key).is_some()
                 })
                 .collect()
         };
@@ -552,7 +546,7 @@ impl CacheCore {
     /// Writes back up to `limit` of the oldest dirty blocks and retries held
     /// write-backs; returns how many blocks reached the backend.
     pub fn clean_step(&self, limit: u64, s: &mut Scratch) -> u64 {
-        let written = self.retry_spill(s);
+        let written = self.retry_held(s);
         if limit == 0 {
             return written;
         }
@@ -562,7 +556,7 @@ impl CacheCore {
     /// Writes back every dirty block of one volume (or of all); returns how
     /// many reached the backend. Blocks whose write-back fails stay dirty.
     pub fn write_back_volume(&self, volume: Option<u32>, s: &mut Scratch) -> u64 {
-        let written = self.retry_spill(s);
+        let written = self.retry_held(s);
         written + self.run_write_backs(|cache| cache.write_back_all(volume), s)
     }
 
@@ -603,9 +597,14 @@ impl CacheCore {
         self.engine.lock().unwrap().cache.dirty_blocks()
     }
 
-    /// Blocks held in memory after a failed write-back.
+    /// Blocks held in pinned slots after a failed write-back.
     pub fn held_blocks(&self) -> usize {
-        self.spilled.load(Ordering::Relaxed)
+        self.held.len()
+    }
+
+    /// Held blocks of one volume.
+    pub fn held_blocks_of(&self, volume: u32) -> usize {
+        self.held.count_of(volume)
     }
 
     /// Flash and backend I/O errors so far.
@@ -613,13 +612,18 @@ impl CacheCore {
         (self.stats.flash_errors.load(Ordering::Relaxed), self.stats.backend_errors.load(Ordering::Relaxed))
     }
 
-    fn retry_spill(&self, s: &mut Scratch) -> u64 {
-        if self.spilled.load(Ordering::Relaxed) == 0 {
+    /// Tries again to write back the blocks held in pinned slots.
+    fn retry_held(&self, s: &mut Scratch) -> u64 {
+        let held = self.held.all();
+        if held.is_empty() {
             return 0;
         }
-        let keys: Vec<BlockKey> = self.spill.lock().unwrap().keys().copied().collect();
+        let Some(store) = &self.store else { return 0 };
         s.lanes.clear();
-        s.lanes.extend(keys.iter().map(|&k| key_lane(k)));
+        for &(key, slot) in &held {
+            s.lanes.push(key_lane(key));
+            s.lanes.push(slot_lane(slot));
+        }
         s.lanes.sort_unstable();
         s.lanes.dedup();
         self.engine.lock().unwrap().dispenser.take(&s.lanes, &mut s.tickets);
@@ -627,12 +631,22 @@ impl CacheCore {
         let mut written = 0;
         {
             let _turn = self.turn(&tickets);
-            for key in keys {
-                let Some(data) = self.spill.lock().unwrap().get(&key).cloned() else { continue };
+            s.block.resize(self.block_size as usize, 0);
+            for (key, slot) in held {
+                // Superseded meanwhile?
+                if self.held.slot_of(key) != Some(slot) {
+                    continue;
+                }
                 let Some(volume) = self.volume(key.volume) else { continue };
-                if self.backend_write_block(&volume, key.block, &data).is_ok() {
-                    self.spill.lock().unwrap().remove(&key);
-                    self.spilled.fetch_sub(1, Ordering::Relaxed);
+                let copied = store
+                    .read(slot, 0, &mut s.block)
+                    .inspect_err(|e| self.flash_failed(e))
+                    .and_then(|()| self.backend_write_block(&volume, key.block, &s.block));
+                if copied.is_ok() {
+                    self.held.release(key);
+                    if self.slot_holds(store, slot, key) {
+                        store.invalidate(slot);
+                    }
                     written += 1;
                 }
             }
@@ -825,9 +839,44 @@ impl CacheCore {
                             merged[edge] = true;
                         }
                     }
-                    if let Err(e) =
-                        store.write(slot, key.volume, key.block, &s.blocks[at..at + bs as usize], dirty)
-                    {
+                    // A held block cached again (its held data read back, or
+                    // newer data written) is still newer than the backend:
+                    // the new copy is dirty, and it replaces the held one.
+                    let mut dirty = dirty;
+                    let held_elsewhere = self.held.slot_of(key);
+                    if held_elsewhere.is_some() && !dirty {
+                        dirty = true;
+                        self.engine.lock().unwrap().cache.mark_dirty_again(key);
+                    }
+                    match self.held.key_in(slot) {
+                        Some(held) if held == key => {
+                            self.held.release(key);
+                        }
+                        // The slot keeps another block's only copy: this one
+                        // is not cached (a dirty one goes to the backend now).
+                        Some(_) => {
+                            self.forget(key, slot, store);
+                            if dirty {
+                                if let Err(e) = self.backend_write_block(
+                                    volume,
+                                    key.block,
+                                    &s.blocks[at..at + bs as usize],
+                                ) {
+                                    error.get_or_insert(e);
+                                }
+                            }
+                            continue;
+                        }
+                        None => {}
+                    }
+                    let written =
+                        store.write(slot, key.volume, key.block, &s.blocks[at..at + bs as usize], dirty);
+                    if let (Ok(()), Some(pinned)) = (&written, held_elsewhere.filter(|&p| p != slot)) {
+                        if self.held.release(key).is_some() && self.slot_holds(store, pinned, key) {
+                            store.invalidate(pinned);
+                        }
+                    }
+                    if let Err(e) = written {
                         self.flash_failed(&e);
                         self.forget(key, slot, store);
                         if dirty {
@@ -881,7 +930,7 @@ impl CacheCore {
             }
         }
         if let Request::Write { .. } = request {
-            self.drop_held_copies(volume.id, first, s);
+            self.drop_held_copies(store, volume.id, first, s);
             for &(from, to) in &s.backend_writes {
                 let at = (from - first * bs) as usize;
                 volume.backend_unflushed.store(true, Ordering::Relaxed);
@@ -937,6 +986,9 @@ impl CacheCore {
             let Some(write_back) = write_back.filter(|_| !touched_before) else { continue };
             let _ = self.write_back(key, slot, true, &mut s.block);
             s.done_early[write_back] = true;
+            if self.held.key_in(slot).is_some() {
+                continue;
+            }
             store.invalidate(slot);
             if !volumes.contains(&key.volume) {
                 volumes.push(key.volume);
@@ -960,7 +1012,8 @@ impl CacheCore {
     /// misses that no earlier action of the request touches (as a victim
     /// written back or evicted) are moved ahead. Returns the first error.
     fn read_misses_together(&self, volume: &Volume, first: u64, s: &mut Scratch) -> Option<io::Error> {
-        if self.spilled.load(Ordering::Relaxed) > 0 {
+        // Held blocks are read one by one from their pinned slots.
+        if !self.held.is_empty() {
             return None;
         }
         let bs = self.block_size;
@@ -1015,23 +1068,27 @@ impl CacheCore {
     }
 
     /// A write supersedes any held (failed write-back) copy of its blocks:
-    /// their old bytes were merged in by read-modify-write already.
-    fn drop_held_copies(&self, volume: u32, first: u64, s: &Scratch) {
-        if self.spilled.load(Ordering::Relaxed) == 0 {
+    /// their old bytes were merged in by read-modify-write already. The
+    /// pinned entry goes (persisted by the next flush, as the write is).
+    fn drop_held_copies(&self, store: &FlashStore, volume: u32, first: u64, s: &Scratch) {
+        if self.held.is_empty() {
             return;
         }
         let blocks = s.blocks.len() as u64 / self.block_size;
-        let mut spill = self.spill.lock().unwrap();
         for block in first..first + blocks {
-            if spill.remove(&BlockKey::new(volume, block)).is_some() {
-                self.spilled.fetch_sub(1, Ordering::Relaxed);
+            let key = BlockKey::new(volume, block);
+            if let Some(slot) = self.held.release(key) {
+                if self.slot_holds(store, slot, key) {
+                    store.invalidate(slot);
+                }
             }
         }
     }
 
     /// Copies a dirty block to the backend. On success the block will be
     /// recorded clean at the next flush (unless it is being evicted); on
-    /// failure it is dirty again, or held in memory if it is being evicted.
+    /// failure it is dirty again, or, if it is being evicted, held in its
+    /// pinned slot ([`Held`]).
     fn write_back(&self, key: BlockKey, slot: u32, evicting: bool, buf: &mut [u8]) -> io::Result<()> {
         let store = self.store.as_ref().expect("write-back needs a store");
         let Some(entry) = store.entry(slot).filter(|e| e.volume == key.volume && e.block == key.block) else {
@@ -1056,8 +1113,7 @@ impl CacheCore {
                     key.block
                 );
                 if evicting {
-                    self.spill.lock().unwrap().insert(key, buf.to_vec().into_boxed_slice());
-                    self.spilled.fetch_add(1, Ordering::Relaxed);
+                    self.held.hold(key, slot);
                 } else {
                     self.engine.lock().unwrap().cache.mark_dirty_again(key);
                 }
@@ -1070,6 +1126,10 @@ impl CacheCore {
     /// not reused before an invalid entry is: otherwise a crash would bring
     /// back the old block's entry over the new block's data.
     fn release_slot(&self, key: BlockKey, slot: u32, store: &FlashStore) -> io::Result<()> {
+        if self.held.key_in(slot).is_some() {
+            // Pinned: its entry and data stay.
+            return Ok(());
+        }
         store.invalidate(slot);
         if store.persisted_dirty(slot) {
             // Its write-back (if any) must be durable before the entry goes.
@@ -1088,7 +1148,9 @@ impl CacheCore {
         if engine.cache.lookup(key).is_some_and(|(at, _)| at == slot) {
             engine.cache.forget(key);
         }
-        store.invalidate(slot);
+        if self.held.key_in(slot).is_none() {
+            store.invalidate(slot);
+        }
     }
 
     /// Whether the store's entry for `slot` is `key`.
@@ -1112,10 +1174,9 @@ impl CacheCore {
     /// Reads one block from the backend (or its held copy), zero-filling
     /// past the end of the disk.
     fn backend_read_block(&self, volume: &Volume, block: u64, buf: &mut [u8]) -> io::Result<()> {
-        if self.spilled.load(Ordering::Relaxed) > 0 {
-            if let Some(data) = self.spill.lock().unwrap().get(&BlockKey::new(volume.id, block)) {
-                buf.copy_from_slice(data);
-                return Ok(());
+        if let Some(slot) = self.held.slot_of(BlockKey::new(volume.id, block)) {
+            if let Some(store) = &self.store {
+                return store.read(slot, 0, buf);
             }
         }
         let start = block * self.block_size;

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod backend;
 pub mod config;
 pub mod core;
+mod held;
 pub mod lanes;
 pub mod nbd;
 pub mod server;

@@ -243,6 +243,8 @@ impl Server {
         let left = self.core.with_engine(|cache| {
             cache.volumes().get(export.volume.id as usize).map_or(0, |v| v.dirty_blocks)
         });
+        // Blocks held in pinned slots after a failed eviction are dirty too.
+        let left = left + self.core.held_blocks_of(export.volume.id) as u64;
         if left > 0 {
             return Err(format!(
                 "volume {name}: {left} dirty blocks could not be written back (backend errors)"

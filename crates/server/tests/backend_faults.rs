@@ -143,6 +143,26 @@ fn backend_read_errors_reach_the_client_and_cache_nothing() {
     off(&t.write_errors);
 }
 
+/// Writes `data` at byte `at` in 64 KiB chunks; returns which chunks were
+/// acknowledged.
+fn write_chunks(t: &Setup, at: usize, data: &[u8], s: &mut Scratch) -> Vec<bool> {
+    data.chunks(CHUNK)
+        .enumerate()
+        .map(|(i, chunk)| t.server.core().write(&t.volume, (at + i * CHUNK) as u64, chunk, false, s).is_ok())
+        .collect()
+}
+
+/// The acknowledged chunks whose data the backend file does not hold.
+fn missing_on_backend(t: &Setup, data: &[u8], acknowledged: &[bool]) -> usize {
+    let disk = std::fs::read(&t.disk).unwrap();
+    data.chunks(CHUNK)
+        .enumerate()
+        .filter(|&(i, chunk)| acknowledged[i] && disk[i * CHUNK..i * CHUNK + chunk.len()] != *chunk)
+        .count()
+}
+
+const CHUNK: usize = 64 << 10;
+
 #[test]
 fn dirty_data_survives_backend_write_errors_and_is_retried() {
     if !have(&["nbdkit"]) {
@@ -154,30 +174,30 @@ fn dirty_data_survives_backend_write_errors_and_is_retried() {
     let core = t.server.core();
     let mut s = Scratch::default();
     let data = random_bytes((12 * MIB) as usize, 3);
-    core.write(&t.volume, 0, &data[..(2 * MIB) as usize], false, &mut s).unwrap();
+    let mut acknowledged = write_chunks(&t, 0, &data[..(2 * MIB) as usize], &mut s);
+    assert!(acknowledged.iter().all(|&a| a));
     on(&t.write_errors);
     let flushed = t.server.flush_volume("vm1");
     assert!(flushed.is_err(), "write-back to a failing backend cannot succeed");
     assert!(core.dirty_blocks() >= 512, "failed write-backs leave the blocks dirty");
     // More writes than the cache holds: evicted dirty blocks cannot be
-    // written back and are held in memory.
-    for chunk in (2 * MIB..12 * MIB).step_by(MIB as usize) {
-        core.write(&t.volume, chunk, &data[chunk as usize..(chunk + MIB) as usize], false, &mut s).unwrap();
-    }
+    // written back and stay in their pinned slots; once every slot is
+    // pinned, a write has no durable place left and fails.
+    acknowledged.extend(write_chunks(&t, (2 * MIB) as usize, &data[(2 * MIB) as usize..], &mut s));
     assert!(core.held_blocks() > 0, "evicted dirty blocks are held for retry");
-    // Everything reads back while the backend is failing.
-    for chunk in (0..12 * MIB).step_by(MIB as usize) {
-        let got = core.read(&t.volume, chunk, MIB, &mut s).map(|d| d.to_vec());
+    assert!(acknowledged.iter().any(|&a| !a), "a full cache over a failing backend refuses writes");
+    // Every acknowledged write reads back while the backend is failing.
+    for (i, chunk) in data.chunks(CHUNK).enumerate().filter(|&(i, _)| acknowledged[i]) {
+        let got = core.read(&t.volume, (i * CHUNK) as u64, CHUNK as u64, &mut s).map(|d| d.to_vec());
         if let Ok(got) = got {
-            assert!(got == data[chunk as usize..(chunk + MIB) as usize], "wrong data at {chunk}");
+            assert!(got == chunk, "wrong data in chunk {i}");
         }
     }
     off(&t.write_errors);
     assert!(t.server.flush_volume("vm1").is_ok());
     assert_eq!(core.held_blocks(), 0);
     assert_eq!(core.dirty_blocks(), 0);
-    let disk = std::fs::read(&t.disk).unwrap();
-    assert!(disk[..(12 * MIB) as usize] == data[..], "the backend has every acknowledged write");
+    assert_eq!(missing_on_backend(&t, &data, &acknowledged), 0, "the backend has every acknowledged write");
 }
 
 #[test]
@@ -204,4 +224,32 @@ fn a_stalled_miss_does_not_hold_up_hits() {
     assert_eq!(core.read(&t.volume, 0, 4096, &mut s).unwrap(), &[7; 4096][..]);
     assert!(!done.load(Ordering::SeqCst), "the hit should not have waited for the stalled miss");
     assert!(miss.join().unwrap());
+}
+
+#[test]
+fn held_blocks_survive_a_restart_and_reach_the_backend() {
+    if !have(&["nbdkit"]) {
+        return;
+    }
+    let t = setup("held-restart", WritePolicy::WriteBack, 4 * MIB, &[]);
+    let core = t.server.core();
+    let mut s = Scratch::default();
+    let data = random_bytes((8 * MIB) as usize, 17);
+    on(&t.write_errors);
+    // More than the cache holds, with the backend refusing writes: evicted
+    // dirty blocks stay in their pinned slots.
+    let acknowledged = write_chunks(&t, 0, &data, &mut s);
+    core.flush().unwrap();
+    let held = core.held_blocks();
+    assert!(held > 0, "no block was held");
+    // A stop while the backend still fails: the held blocks stay on flash,
+    // with their entries (a crash after the flush would leave the same).
+    t.server.shutdown().unwrap();
+    off(&t.write_errors);
+    let server = Server::start(t.server.config().clone()).unwrap();
+    let report = server.recovery().unwrap().clone();
+    assert!(report.dirty_blocks as usize >= held, "{report:?} (held {held})");
+    server.flush_volume("vm1").unwrap();
+    server.shutdown().unwrap();
+    assert_eq!(missing_on_backend(&t, &data, &acknowledged), 0, "an acknowledged write was lost");
 }

@@ -112,7 +112,7 @@ pub fn render(r: &Reading) -> String {
     out.single(
         "cloudcache_held_blocks",
         "gauge",
-        "Dirty blocks held in memory after a failed write-back.",
+        "Dirty blocks held in pinned flash slots after a failed write-back.",
         r.held_blocks,
     );
     out.single(

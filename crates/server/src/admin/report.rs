@@ -25,7 +25,7 @@ pub struct Reading {
     pub dirty_blocks: u64,
     /// Whole-cache counters (every volume the engine has seen, attached or not).
     pub counters: Counters,
-    /// Blocks held in memory after a failed write-back.
+    /// Blocks held in pinned flash slots after a failed write-back.
     pub held_blocks: u64,
     /// A flash error turned caching of new data off.
     pub degraded: bool,
@@ -260,7 +260,7 @@ pub struct CacheDoc {
     pub used_blocks: u64,
     /// Dirty blocks now cached.
     pub dirty_blocks: u64,
-    /// Dirty blocks held in memory after a failed write-back (retried).
+    /// Dirty blocks held in pinned flash slots after a failed write-back (retried).
     pub held_blocks: u64,
     /// A flash error turned caching of new data off.
     pub degraded: bool,
