@@ -3,7 +3,7 @@
 //! (like dm-cache's `cache_check` / `cache_repair`).
 //!
 //! The verdict on each slot comes from the same function opening a store
-//! uses ([`recover::classify`]), with every block's data re-read, so check
+//! uses (`recover::classify`), with every block's data re-read, so check
 //! reports exactly what a restart after a crash would keep and drop. It
 //! also flags what a restart after a *clean* shutdown would not notice: a
 //! clean block whose data no longer matches its checksum (opening a cleanly
