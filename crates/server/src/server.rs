@@ -1,7 +1,7 @@
 //! A running server: the store, the core, the exports, the listeners, the
 //! cleaner, and a graceful shutdown.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufReader;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,7 +48,8 @@ pub struct Server {
     pool: WorkerPool,
     shutting_down: AtomicBool,
     stopped: (Mutex<bool>, Condvar),
-    connections: Mutex<Vec<Stream>>,
+    /// Open connections (a handle each, to close them on shutdown), by id.
+    connections: Mutex<(u64, HashMap<u64, Stream>)>,
     bound: Mutex<Vec<String>>,
     recovery: Option<RecoveryReport>,
     store_error: Option<String>,
@@ -109,7 +110,7 @@ impl Server {
             default_export: RwLock::new(None),
             shutting_down: AtomicBool::new(false),
             stopped: (Mutex::new(false), Condvar::new()),
-            connections: Mutex::new(Vec::new()),
+            connections: Mutex::new((0, HashMap::new())),
             bound: Mutex::new(Vec::new()),
             recovery,
             store_error,
@@ -287,7 +288,7 @@ impl Server {
                 let _ = std::fs::remove_file(path);
             }
         }
-        for connection in self.connections.lock().unwrap().drain(..) {
+        for (_, connection) in self.connections.lock().unwrap().1.drain() {
             connection.shutdown();
         }
         self.pool.shutdown();
@@ -344,20 +345,34 @@ impl Server {
     }
 
     fn connection(self: Arc<Self>, stream: Stream) {
+        let id = {
+            let mut connections = self.connections.lock().unwrap();
+            connections.0 += 1;
+            let id = connections.0;
+            if let Ok(handle) = stream.try_clone() {
+                connections.1.insert(id, handle);
+            }
+            id
+        };
+        self.converse(&stream);
+        // However it ended, the socket closes now (the handle kept for
+        // shutdown would otherwise keep it open).
+        stream.shutdown();
+        self.connections.lock().unwrap().1.remove(&id);
+    }
+
+    /// Negotiation, then transmission, on one connection.
+    fn converse(&self, stream: &Stream) {
         let (Ok(reader), Ok(writer)) = (stream.try_clone(), stream.try_clone()) else { return };
-        if let Ok(handle) = stream.try_clone() {
-            self.connections.lock().unwrap().push(handle);
-        }
         // A client that stalls mid-handshake does not hold a thread forever.
         let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
         let mut reader = BufReader::with_capacity(256 << 10, reader);
         let mut handshake_writer = std::io::BufWriter::new(writer);
-        let negotiated = match handshake::negotiate(&mut reader, &mut handshake_writer, &*self) {
+        let negotiated = match handshake::negotiate(&mut reader, &mut handshake_writer, self) {
             Ok(n) => n,
             Err(HandshakeEnd::Closed) => return,
             Err(HandshakeEnd::Failed(e)) => {
                 log::warn!("handshake failed: {e}");
-                stream.shutdown();
                 return;
             }
         };
