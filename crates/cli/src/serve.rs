@@ -1,7 +1,6 @@
 //! `cloudcache serve`: the NBD caching server, and `cloudcache check`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -132,6 +131,11 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         config.allocation_window_ms = Some(ns / 1_000_000);
     }
     let admin = config.admin.clone();
+    // Installed before the server starts, so a stop request during start-up
+    // is a graceful stop too.
+    let mut signals =
+        signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+            .context("cannot install signal handlers")?;
     let server = Server::start(config).map_err(anyhow::Error::msg)?;
     for addr in server.bound_addresses() {
         eprintln!("cloudcache serve: listening on {addr}");
@@ -149,7 +153,9 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     if let Some(dir) = &demo_dir {
         print_demo_help(&server, dir);
     }
-    wait_for_signal(&server)?;
+    if let Some(signal) = signals.forever().next() {
+        log::info!("signal {signal}: stopping");
+    }
     server.shutdown().map_err(anyhow::Error::msg)?;
     eprintln!("cloudcache serve: stopped cleanly");
     Ok(())
@@ -217,17 +223,6 @@ fn print_demo_help(server: &Server, dir: &std::path::Path) {
     println!("  nbdinfo '{uri}'");
     println!("  fio --name=demo --ioengine=nbd --uri='{uri}' --rw=randrw --bs=4k --size=16M --time_based --runtime=10");
     println!("stop with Ctrl-C (the cache is persisted; files stay in {})", dir.display());
-}
-
-fn wait_for_signal(server: &Arc<Server>) -> Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals =
-        signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
-    if let Some(signal) = signals.forever().next() {
-        log::info!("signal {signal}: stopping");
-    }
-    let _ = server;
-    Ok(())
 }
 
 /// `cloudcache check`.
