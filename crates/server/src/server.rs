@@ -95,11 +95,9 @@ impl Server {
         });
         let core = Arc::new(CacheCore::new(CoreConfig { cache, allocation }, store)?);
         let recovery = restored.map(|restored| {
-            core.with_engine(|cache| {
-                for &(slot, entry) in &restored.entries {
-                    cache.restore(BlockKey::new(entry.volume, entry.block), slot, entry.is_dirty());
-                }
-            });
+            for &(slot, entry) in &restored.entries {
+                core.restore(BlockKey::new(entry.volume, entry.block), slot, entry.is_dirty());
+            }
             log::info!("flash store restored: {:?}", restored.report);
             restored.report
         });

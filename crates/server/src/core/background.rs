@@ -3,12 +3,28 @@
 
 use std::sync::atomic::Ordering;
 
-use cloudcache_engine::{Action, Cache};
+use cloudcache_engine::{Action, BlockKey, Cache};
 
 use super::{collect_lanes, CacheCore, EngineState, Scratch};
 use crate::lanes::{key_lane, slot_lane};
 
 impl CacheCore {
+    /// Gives the engine a block found on flash at start (slots in increasing
+    /// order). Should the engine not take it, a dirty block is held in its
+    /// slot (served from there and written back) and a clean one is
+    /// dropped, so no entry outlives the engine's knowledge of it.
+    pub fn restore(&self, key: BlockKey, slot: u32, dirty: bool) {
+        if self.with_engine(|cache| cache.restore(key, slot, dirty)) {
+            return;
+        }
+        log::warn!("volume {} block {} on flash slot {slot} could not be restored", key.volume, key.block);
+        if dirty {
+            self.held.hold(key, slot);
+        } else if let Some(store) = &self.store {
+            store.invalidate(slot);
+        }
+    }
+
     /// Writes back up to `limit` of the oldest dirty blocks and retries held
     /// write-backs; returns how many blocks reached the backend.
     pub fn clean_step(&self, limit: u64, s: &mut Scratch) -> u64 {
