@@ -21,11 +21,12 @@
 
 use std::fmt;
 use std::io::{self, BufReader, IoSlice, Read, Write};
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use super::proto::*;
+use super::stream::Stream;
 use super::uri::{Address, NbdUri};
 use crate::backend::Extent;
 
@@ -175,86 +176,24 @@ fn protocol_error(what: impl fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("NBD protocol error: {what}"))
 }
 
-/// A TCP or Unix-domain stream.
-enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Stream {
-    fn connect(address: &Address, timeout: Duration) -> io::Result<Stream> {
-        match address {
-            Address::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path)?)),
-            Address::Tcp { host, port } => {
-                let mut last = None;
-                for addr in (host.as_str(), *port).to_socket_addrs()? {
-                    match TcpStream::connect_timeout(&addr, timeout) {
-                        Ok(stream) => {
-                            // Requests are small and latency-bound: never wait
-                            // to coalesce them.
-                            stream.set_nodelay(true)?;
-                            return Ok(Stream::Tcp(stream));
-                        }
-                        Err(e) => last = Some(e),
+/// Opens a connection to `address` (TCP with a connect timeout and no
+/// Nagle delay: requests are small and latency-bound).
+fn connect(address: &Address, timeout: Duration) -> io::Result<Stream> {
+    match address {
+        Address::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path)?)),
+        Address::Tcp { host, port } => {
+            let mut last = None;
+            for addr in (host.as_str(), *port).to_socket_addrs()? {
+                match TcpStream::connect_timeout(&addr, timeout) {
+                    Ok(stream) => {
+                        stream.set_nodelay(true)?;
+                        return Ok(Stream::Tcp(stream));
                     }
+                    Err(e) => last = Some(e),
                 }
-                Err(last.unwrap_or_else(|| io::Error::other(format!("{host} resolves to no address"))))
             }
+            Err(last.unwrap_or_else(|| io::Error::other(format!("{host} resolves to no address"))))
         }
-    }
-
-    fn try_clone(&self) -> io::Result<Stream> {
-        Ok(match self {
-            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
-            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
-        })
-    }
-
-    fn set_timeouts(&self, timeout: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => {
-                s.set_read_timeout(timeout)?;
-                s.set_write_timeout(timeout)
-            }
-            Stream::Unix(s) => {
-                s.set_read_timeout(timeout)?;
-                s.set_write_timeout(timeout)
-            }
-        }
-    }
-
-    fn shutdown(&self) {
-        let _ = match self {
-            Stream::Tcp(s) => s.shutdown(Shutdown::Both),
-            Stream::Unix(s) => s.shutdown(Shutdown::Both),
-        };
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Unix(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Unix(s) => s.write(buf),
-        }
-    }
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write_vectored(bufs),
-            Stream::Unix(s) => s.write_vectored(bufs),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -307,7 +246,7 @@ impl Client {
     /// Connects and negotiates; the error names the address and the step
     /// that failed.
     pub fn connect(uri: &NbdUri, options: &ClientOptions) -> io::Result<Client> {
-        let stream = Stream::connect(&uri.address, options.handshake_timeout)
+        let stream = connect(&uri.address, options.handshake_timeout)
             .map_err(|e| io::Error::new(e.kind(), format!("cannot connect to {uri}: {e}")))?;
         stream.set_timeouts(Some(options.handshake_timeout))?;
         let mut reader = BufReader::with_capacity(64 << 10, stream.try_clone()?);

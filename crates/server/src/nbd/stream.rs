@@ -121,6 +121,15 @@ impl Stream {
         };
     }
 
+    /// Limits how long a read or a write may block (`None`: forever).
+    pub fn set_timeouts(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        self.set_read_timeout(timeout)?;
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(timeout),
+            Stream::Unix(s) => s.set_write_timeout(timeout),
+        }
+    }
+
     /// Limits how long a read may block (`None`: forever).
     pub fn set_read_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
         match self {
