@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from allocation_cost import wait_for_quiet  # noqa: E402
 from cct_read_speed import write_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,17 +44,6 @@ BINARY = REPO / "target/release/cloudcache"
 SECTION = "## NBD server (cloudcache serve vs nbdkit)"
 DISK_BYTES = 1 << 30
 WARM_SET = "128M"
-
-
-def load1() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
-
-
-def wait_for_quiet(max_load: float, max_wait: float = 900) -> None:
-    started = time.time()
-    while load1() > max_load and time.time() - started < max_wait:
-        print(f"waiting for a quiet machine (load {load1():.2f} > {max_load})", file=sys.stderr)
-        time.sleep(15)
 
 
 def wait_for_socket(path: Path, proc: subprocess.Popen) -> None:

@@ -4,26 +4,10 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{cloudcache, stderr};
-
-fn have(program: &str) -> bool {
-    let found = Command::new("sh").arg("-c").arg(format!("command -v {program}")).output();
-    let ok = found.is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipping: {program} is not installed");
-    }
-    ok
-}
-
-fn sigterm(child: &Child) {
-    // SAFETY: kill(2) with a child's pid has no memory-safety effects.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
-}
+use common::{cloudcache, have, sigterm, stderr};
 
 /// Reads lines from `reader` until one contains `needle`; returns it.
 fn line_with(reader: &mut impl BufRead, needle: &str) -> String {

@@ -3,6 +3,8 @@
 //! every write acknowledged before a completed FLUSH reads back (from the
 //! cache or the backend), and no block holds another block's data.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use cloudcache_server::nbd::client::{Client, ClientOptions};
 use cloudcache_server::nbd::uri::NbdUri;
+use common::sigterm;
 
 const BLOCK: usize = 4096;
 const DISK_BLOCKS: u64 = 8192; // 32 MiB checked by the writers ...
@@ -189,16 +192,9 @@ fn flushed_writes_survive_kill_9() {
         );
         drop(client);
         // A clean stop this time, so the next cycle starts warm.
-        unsafe_sigterm(&server);
+        sigterm(&server);
         let status = server.wait().unwrap();
         assert!(status.success(), "clean shutdown failed: {status}");
-    }
-}
-
-fn unsafe_sigterm(child: &Child) {
-    // SAFETY: kill(2) with a child's pid has no memory-safety effects.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
 }
 
@@ -221,7 +217,7 @@ fn clean_blocks_survive_kill_9_verified() {
     let mut client = connect(&dir.0);
     client.read(&mut buf, 0).unwrap();
     assert!(buf == disk[..512 * BLOCK]);
-    unsafe_sigterm(&server);
+    sigterm(&server);
     assert!(server.wait().unwrap().success());
     let log = std::fs::read_to_string(dir.0.join("serve.log")).unwrap();
     // Every block read before the flush was restored after checking its data.

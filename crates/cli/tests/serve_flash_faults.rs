@@ -2,23 +2,15 @@
 //! (`ulimit -f`, with SIGXFSZ ignored), so writes to the flash file past
 //! the limit fail with EFBIG, as writes to a failing or full device would.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const MIB: u64 = 1 << 20;
+use common::{have, sigterm};
 
-fn have(program: &str) -> bool {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {program}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipping: {program} is not installed");
-    }
-    ok
-}
+const MIB: u64 = 1 << 20;
 
 /// `cloudcache serve` under a file-size limit of `limit_kib` (0: none).
 fn serve(dir: &Path, limit_kib: u64, log: &str) -> Child {
@@ -54,10 +46,7 @@ fn serve(dir: &Path, limit_kib: u64, log: &str) -> Child {
 }
 
 fn stop(child: &mut Child) {
-    // SAFETY: kill(2) on the child's pid (the exec'd server) has no memory-safety effects.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
+    sigterm(child);
     child.wait().unwrap();
 }
 

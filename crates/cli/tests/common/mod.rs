@@ -51,3 +51,22 @@ pub fn temp_dir(name: &str) -> PathBuf {
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// Whether `program` is installed; if not, says so (the test then passes
+/// without checking: the test command installs it where it can).
+pub fn have(program: &str) -> bool {
+    let found = Command::new("sh").arg("-c").arg(format!("command -v {program}")).output();
+    let ok = found.is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipping: {program} is not installed (Debian: nbdkit qemu-utils libnbd-bin fio)");
+    }
+    ok
+}
+
+/// Asks a child process to stop, as an operator's `kill` would.
+pub fn sigterm(child: &std::process::Child) {
+    // SAFETY: kill(2) on a child's pid has no memory-safety effects.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+}
