@@ -121,7 +121,10 @@ impl Cache {
             block_shift: config.block_size.trailing_zeros(),
             capacity,
             used: 0,
-            map: SlotMap::with_capacity(expected),
+            map: match config.mode {
+                Mode::Block => SlotMap::for_blocks(expected),
+                Mode::Object => SlotMap::for_objects(expected),
+            },
             keys: Vec::with_capacity(expected),
             weights: Vec::with_capacity(if config.mode == Mode::Object { expected } else { 0 }),
             dirty: Vec::with_capacity(expected),
@@ -263,7 +266,7 @@ impl Cache {
 
     /// Whether `key` is cached, and if so whether it is dirty.
     pub fn lookup(&self, key: BlockKey) -> Option<(Slot, bool)> {
-        self.map.lookup(key).map(|slot| (slot, self.dirty[slot as usize]))
+        self.map.lookup(key, &self.keys).map(|slot| (slot, self.dirty[slot as usize]))
     }
 
     /// Write back every dirty block (all volumes, or one); blocks stay
@@ -331,7 +334,7 @@ impl Cache {
     /// if `key` is no longer cached (the driver must keep its data).
     pub fn mark_dirty_again(&mut self, key: BlockKey) -> bool {
         self.actions.clear();
-        match self.map.lookup(key) {
+        match self.map.lookup(key, &self.keys) {
             Some(slot) => {
                 self.mark_dirty(slot);
                 true
@@ -346,7 +349,7 @@ impl Cache {
     /// `record_actions`, [`Cache::actions`] lists the `Invalidate`.
     pub fn forget(&mut self, key: BlockKey) -> bool {
         self.actions.clear();
-        match self.map.lookup(key) {
+        match self.map.lookup(key, &self.keys) {
             Some(slot) => {
                 if self.dirty[slot as usize] {
                     self.unmark_dirty(slot);
@@ -368,7 +371,7 @@ impl Cache {
             self.add_volumes(key.volume as usize + 1);
         }
         let in_order = slot as usize >= self.keys.len() && (slot as u64) < self.capacity;
-        if !in_order || self.map.lookup(key).is_some() || self.config.mode != Mode::Block {
+        if !in_order || self.map.lookup(key, &self.keys).is_some() || self.config.mode != Mode::Block {
             return false;
         }
         while self.keys.len() < slot as usize {
@@ -378,7 +381,7 @@ impl Cache {
         self.grow_slots();
         let s = slot as usize;
         self.keys[s] = key;
-        let hash = SlotMap::hash(key);
+        let hash = self.map.hash(key);
         self.map.insert_new(key, hash, slot);
         self.policy.insert(slot, key, 1);
         self.used += 1;
@@ -532,8 +535,8 @@ impl Cache {
     #[inline]
     fn read_block(&mut self, key: BlockKey) -> bool {
         let v = key.volume as usize;
-        let hash = SlotMap::hash(key);
-        if let Some(slot) = self.map.get(key, hash) {
+        let hash = self.map.hash(key);
+        if let Some(slot) = self.map.get(key, hash, &self.keys) {
             self.policy.hit(slot);
             if !self.admission.is_empty() {
                 self.note_hit(key.volume);
@@ -573,8 +576,8 @@ impl Cache {
     #[inline]
     fn write_block(&mut self, key: BlockKey, whole_block: bool) -> bool {
         let v = key.volume as usize;
-        let hash = SlotMap::hash(key);
-        let cached = self.map.get(key, hash);
+        let hash = self.map.hash(key);
+        let cached = self.map.get(key, hash, &self.keys);
         let write_policy = self.write_policies[v];
         match write_policy {
             WritePolicy::WriteBack | WritePolicy::WriteThrough => {
@@ -667,7 +670,7 @@ impl Cache {
             let span = last_whole - first_whole + 1;
             if span <= self.map.len() as u64 {
                 for block in first_whole..=last_whole {
-                    if let Some(slot) = self.map.lookup(BlockKey { volume, block }) {
+                    if let Some(slot) = self.map.lookup(BlockKey { volume, block }, &self.keys) {
                         self.discard(slot);
                     }
                 }
@@ -678,7 +681,7 @@ impl Cache {
                     let key = self.keys[slot as usize];
                     if key.volume == volume
                         && (first_whole..=last_whole).contains(&key.block)
-                        && self.map.lookup(key) == Some(slot)
+                        && self.map.lookup(key, &self.keys) == Some(slot)
                     {
                         self.discard(slot);
                     }
@@ -701,8 +704,8 @@ impl Cache {
     fn handle_object(&mut self, volume: VolumeId, op: Op, offset: u64, len: u64) -> Outcome {
         let v = volume as usize;
         let key = BlockKey { volume, block: offset };
-        let hash = SlotMap::hash(key);
-        let cached = self.map.get(key, hash);
+        let hash = self.map.hash(key);
+        let cached = self.map.get(key, hash, &self.keys);
         if op == Op::Trim {
             self.volumes[v].counters.trim_requests += 1;
             if let Some(slot) = cached {
@@ -896,7 +899,7 @@ impl Cache {
         let s = slot as usize;
         let key = self.keys[s];
         let weight = if self.config.mode == Mode::Object { self.weights[s] } else { 1 };
-        self.map.remove(key);
+        self.map.remove(key, slot);
         self.used -= weight;
         let state = &mut self.volumes[key.volume as usize];
         state.cached_items -= 1;
