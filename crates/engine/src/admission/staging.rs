@@ -170,29 +170,51 @@ impl StagingArea {
         for oldest in [self.address_list.back(), self.data_list.back()].into_iter().flatten() {
             std::hint::black_box(self.entries[oldest as usize].prev);
         }
-        let Some(at) = self.find(block) else {
-            if admit_on <= 1 {
+        // One probe finds the block or the place to stage it.
+        let next_free = self.free.last().copied().unwrap_or(self.entries.len() as Slot);
+        let entries = &self.entries;
+        let at = match self.index.entry(
+            hash_block(block),
+            |&i| entries[i as usize].block == block,
+            |&i| hash_block(entries[i as usize].block),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(found) => {
+                let at = *found.get();
+                let entry = self.entries[at as usize];
+                let data_hit = is_read && entry.has_data;
+                let accesses = entry.accesses + 1;
+                if accesses >= admit_on {
+                    found.remove();
+                    self.release(at);
+                    return StagingDecision { admit: true, data_hit, data_staged: false };
+                }
+                self.entries[at as usize].accesses = accesses;
+                // A read brings the data along (keep or attach it); a write
+                // makes staged data stale.
+                let wants_data = is_read && self.kind != StagingKind::Address;
+                self.place(at, wants_data);
+                self.shrink_to_budget();
+                // `forget` clears `has_data`, so an entry the budget just dropped reads false.
+                let data_staged = !data_hit && self.entries[at as usize].has_data;
+                return StagingDecision { admit: false, data_hit, data_staged };
+            }
+            hashbrown::hash_table::Entry::Vacant(_) if admit_on <= 1 => {
                 return StagingDecision { admit: true, ..StagingDecision::default() };
             }
-            let data_staged = self.stage(block, is_read);
-            return StagingDecision { data_staged, ..StagingDecision::default() };
+            hashbrown::hash_table::Entry::Vacant(place) => {
+                place.insert(next_free);
+                next_free
+            }
         };
-        let entry = self.entries[at as usize];
-        let data_hit = is_read && entry.has_data;
-        let accesses = entry.accesses + 1;
-        if accesses >= admit_on {
-            self.forget(at);
-            return StagingDecision { admit: true, data_hit, data_staged: false };
+        let fresh = Entry { block, prev: NO_SLOT, next: NO_SLOT, accesses: 1, has_data: false };
+        if self.free.pop().is_some() {
+            self.entries[at as usize] = fresh;
+        } else {
+            self.entries.push(fresh);
         }
-        self.entries[at as usize].accesses = accesses;
-        // A read brings the data along (keep or attach it); a write makes
-        // staged data stale.
-        let wants_data = is_read && self.kind != StagingKind::Address;
-        self.place(at, wants_data);
+        self.link(at, is_read && self.kind != StagingKind::Address);
         self.shrink_to_budget();
-        // `forget` clears `has_data`, so an entry the budget just dropped reads false.
-        let data_staged = !data_hit && self.entries[at as usize].has_data;
-        StagingDecision { admit: false, data_hit, data_staged }
+        StagingDecision { data_staged: self.entries[at as usize].has_data, ..StagingDecision::default() }
     }
 
     /// Whether `block`'s data is staged.
@@ -205,26 +227,6 @@ impl StagingArea {
         if let Some(at) = self.find(block) {
             self.forget(at);
         }
-    }
-
-    /// Stage a new entry; true if it holds the read's data.
-    fn stage(&mut self, block: u64, is_read: bool) -> bool {
-        let fresh = Entry { block, prev: NO_SLOT, next: NO_SLOT, accesses: 1, has_data: false };
-        let at = match self.free.pop() {
-            Some(at) => {
-                self.entries[at as usize] = fresh;
-                at
-            }
-            None => {
-                self.entries.push(fresh);
-                (self.entries.len() - 1) as Slot
-            }
-        };
-        let entries = &self.entries;
-        self.index.insert_unique(hash_block(block), at, |&i| hash_block(entries[i as usize].block));
-        self.link(at, is_read && self.kind != StagingKind::Address);
-        self.shrink_to_budget();
-        self.entries[at as usize].has_data
     }
 
     fn push_front(&mut self, data: bool, at: Slot) {
@@ -290,10 +292,15 @@ impl StagingArea {
     }
 
     fn forget(&mut self, at: Slot) {
-        self.unlink(at);
         if let Ok(found) = self.index.find_entry(hash_block(self.entries[at as usize].block), |&i| i == at) {
             found.remove();
         }
+        self.release(at);
+    }
+
+    /// Unlink entry `at`, already out of the index, and free its record.
+    fn release(&mut self, at: Slot) {
+        self.unlink(at);
         self.entries[at as usize].has_data = false;
         self.free.push(at);
     }
