@@ -54,7 +54,7 @@ impl SlotMap {
     #[inline(always)]
     pub fn hash(&self, key: BlockKey) -> u64 {
         match self {
-            SlotMap::Runs(_) => hash_block(u64::from(key.volume), key.block),
+            SlotMap::Runs(_) => run_hash(key),
             SlotMap::Open(_) => u64::from(OpenTable::hash(key)),
         }
     }
@@ -81,7 +81,7 @@ impl SlotMap {
     pub fn insert_new(&mut self, key: BlockKey, hash: u64, slot: Slot) {
         match self {
             SlotMap::Runs(table) => {
-                table.insert_unique(hash, (key, slot), |e| hash_block(u64::from(e.0.volume), e.0.block));
+                table.insert_unique(hash, (key, slot), |e| run_hash(e.0));
             }
             SlotMap::Open(table) => table.insert_new(hash as u32, slot),
         }
@@ -92,8 +92,7 @@ impl SlotMap {
     pub fn remove(&mut self, key: BlockKey, slot: Slot) {
         match self {
             SlotMap::Runs(table) => {
-                let hash = hash_block(u64::from(key.volume), key.block);
-                if let Ok(entry) = table.find_entry(hash, |e| e.0 == key) {
+                if let Ok(entry) = table.find_entry(run_hash(key), |e| e.0 == key) {
                     entry.remove();
                 }
             }
@@ -108,6 +107,12 @@ impl SlotMap {
             SlotMap::Open(table) => table.len(),
         }
     }
+}
+
+/// Block mode's hash: a run of neighbouring blocks in one control group.
+#[inline(always)]
+fn run_hash(key: BlockKey) -> u64 {
+    hash_block(u64::from(key.volume), key.block)
 }
 
 /// Object mode's index: open addressing with linear probing, at most half

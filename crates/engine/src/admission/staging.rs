@@ -170,6 +170,9 @@ impl StagingArea {
         for oldest in [self.address_list.back(), self.data_list.back()].into_iter().flatten() {
             std::hint::black_box(self.entries[oldest as usize].prev);
         }
+        // A read brings the data along (keeps or attaches it); a write makes
+        // staged data stale.
+        let wants_data = is_read && self.kind != StagingKind::Address;
         // One probe finds the block or the place to stage it.
         let next_free = self.free.last().copied().unwrap_or(self.entries.len() as Slot);
         let entries = &self.entries;
@@ -189,9 +192,6 @@ impl StagingArea {
                     return StagingDecision { admit: true, data_hit, data_staged: false };
                 }
                 self.entries[at as usize].accesses = accesses;
-                // A read brings the data along (keep or attach it); a write
-                // makes staged data stale.
-                let wants_data = is_read && self.kind != StagingKind::Address;
                 self.place(at, wants_data);
                 self.shrink_to_budget();
                 // `forget` clears `has_data`, so an entry the budget just dropped reads false.
@@ -206,13 +206,14 @@ impl StagingArea {
                 next_free
             }
         };
+        // `at` is the free record `next_free` named: reuse it or append it.
         let fresh = Entry { block, prev: NO_SLOT, next: NO_SLOT, accesses: 1, has_data: false };
         if self.free.pop().is_some() {
             self.entries[at as usize] = fresh;
         } else {
             self.entries.push(fresh);
         }
-        self.link(at, is_read && self.kind != StagingKind::Address);
+        self.link(at, wants_data);
         self.shrink_to_budget();
         StagingDecision { data_staged: self.entries[at as usize].has_data, ..StagingDecision::default() }
     }
