@@ -41,6 +41,33 @@ struct Chunk {
     counts: u64,
 }
 
+/// The lowest bit of every count in a chunk.
+const LOW_BITS: u64 = 0x1111_1111_1111_1111;
+
+/// Low bit of each count in `counts` that equals `value`, all else 0.
+#[inline]
+fn counts_equal(counts: u64, value: u64) -> u64 {
+    let differ = counts ^ (value * LOW_BITS);
+    !(differ | differ >> 1 | differ >> 2 | differ >> 3) & LOW_BITS
+}
+
+/// One access to each block at `positions` of a chunk whose counts are
+/// `counts`, for a measure that wants `wanted` accesses (at most 15). Returns
+/// the new counts, the blocks seen for the first time and the blocks that
+/// reached `wanted`. Counts saturate at `wanted`, so a count below it can be
+/// incremented in place without carrying into the next one: all positions
+/// are done at once, with no loop over blocks.
+#[inline]
+fn count_reuses(counts: u64, positions: std::ops::Range<u32>, wanted: u32) -> (u64, u64, u64) {
+    let width = (positions.end - positions.start) * COUNT_BITS;
+    let span = if width == 64 { u64::MAX } else { ((1u64 << width) - 1) << (positions.start * COUNT_BITS) };
+    let wanted = u64::from(wanted);
+    let growing = span & LOW_BITS & !counts_equal(counts, wanted);
+    let first_seen = span & counts_equal(counts, 0);
+    let reaching = span & counts_equal(counts, wanted - 1);
+    (counts + growing, u64::from(first_seen.count_ones()), u64::from(reaching.count_ones()))
+}
+
 /// What a volume's demand is taken to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DemandMeasure {
@@ -118,16 +145,7 @@ impl DemandTracker {
             let (mut distinct, mut demand) = (0, 0);
             match self.measure {
                 DemandMeasure::Rws { n } => {
-                    let wanted = u64::from(n.min(MAX_REUSES) + 1);
-                    for position in positions {
-                        let shift = position * COUNT_BITS;
-                        let seen = (counts >> shift) & COUNT_MASK;
-                        if seen < wanted {
-                            counts += 1 << shift;
-                            distinct += u64::from(seen == 0);
-                            demand += u64::from(seen + 1 == wanted);
-                        }
-                    }
+                    (counts, distinct, demand) = count_reuses(counts, positions, n.min(MAX_REUSES) + 1);
                 }
                 DemandMeasure::TouchCount { region_shift } => {
                     for position in positions {
@@ -253,6 +271,20 @@ mod tests {
             };
             assert_eq!(t.end_window(), want, "n = {n}");
         }
+    }
+
+    #[test]
+    fn a_chunk_counts_every_position_at_once() {
+        // Counts (position 0 first) 0, 1, 2, 2, 0: wanted 2 (RWS_1).
+        let counts = 0x0_2210;
+        let (after, first_seen, reaching) = count_reuses(counts, 0..5, 2);
+        assert_eq!((after, first_seen, reaching), (0x1_2221, 2, 1));
+        // Only positions 1..3: the 1 reaches 2, the saturated 2 stays.
+        assert_eq!(count_reuses(counts, 1..3, 2), (0x0_2220, 0, 1));
+        // A whole chunk of zeros, wanted 1 (WS): every block counts.
+        assert_eq!(count_reuses(0, 0..16, 1), (LOW_BITS, 16, 16));
+        // Saturated at 15 stays at 15.
+        assert_eq!(count_reuses(u64::MAX, 0..16, 15), (u64::MAX, 0, 0));
     }
 
     #[test]
