@@ -422,8 +422,17 @@ impl Cache {
                     self.config.admission,
                     self.config.block_size,
                     share,
+                    self.expected_staged_blocks(),
                 ));
             }
+        }
+    }
+
+    /// How many distinct blocks a staging area should expect to see.
+    fn expected_staged_blocks(&self) -> usize {
+        match self.config.expected_items {
+            0 => DEFAULT_EXPECTED_ITEMS as usize,
+            expected => expected,
         }
     }
 
@@ -1305,5 +1314,7 @@ mod tests {
             ..Default::default()
         })
         .contains("above"));
+        assert!(bad(CacheConfig { block_size: 128, admission: Admission::Larc, ..Default::default() })
+            .contains("at least 256 B, not 128 B"));
     }
 }

@@ -213,6 +213,15 @@ impl CacheConfig {
                 self.policy
             ));
         }
+        if matches!(self.admission, Admission::Staging { .. } | Admission::Larc)
+            && self.block_size < crate::admission::MIN_STAGED_BLOCK_SIZE
+        {
+            return err(format!(
+                "staging and LARC admission need blocks of at least {} B, not {} B",
+                crate::admission::MIN_STAGED_BLOCK_SIZE,
+                self.block_size
+            ));
+        }
         let staging = self.admission.staging_bytes();
         if staging > self.capacity_bytes {
             return err(format!(

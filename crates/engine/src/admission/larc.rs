@@ -17,9 +17,10 @@ pub struct LarcState {
 
 impl LarcState {
     /// LARC for a volume with `cache_blocks` of cache.
-    pub fn new(cache_blocks: u64, block_size: u64) -> Self {
+    /// `expected_blocks` sizes the ghost's index as for [`StagingArea::new`].
+    pub fn new(cache_blocks: u64, block_size: u64, expected_blocks: usize) -> Self {
         let mut state = LarcState {
-            ghost: StagingArea::new(StagingKind::Address, block_size),
+            ghost: StagingArea::new(StagingKind::Address, block_size, expected_blocks),
             ghost_entries: 0.0,
             cache_blocks: 0.0,
         };
@@ -70,7 +71,7 @@ mod tests {
 
     #[test]
     fn admits_on_a_miss_in_the_ghost_and_adapts_its_size() {
-        let mut l = LarcState::new(100, 4096);
+        let mut l = LarcState::new(100, 4096, 0);
         assert_eq!(l.ghost_entries, 10.0);
         assert!(!l.miss(7));
         // 10 + 100/10 = 20 entries after one miss.

@@ -8,7 +8,7 @@ mod staging;
 
 pub use hec::HecState;
 pub use larc::LarcState;
-pub use staging::{StagingArea, StagingDecision, StagingKind, ADDRESS_ENTRY_BYTES};
+pub use staging::{StagingArea, StagingDecision, StagingKind, ADDRESS_ENTRY_BYTES, MIN_STAGED_BLOCK_SIZE};
 
 /// How a cache admits missed blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,16 +60,23 @@ pub(crate) enum VolumeAdmission {
 }
 
 impl VolumeAdmission {
-    pub(crate) fn new(admission: Admission, block_size: u64, cache_blocks: u64) -> Self {
+    pub(crate) fn new(
+        admission: Admission,
+        block_size: u64,
+        cache_blocks: u64,
+        expected_blocks: usize,
+    ) -> Self {
         match admission {
             Admission::Always => VolumeAdmission::Always,
             Admission::Staging { kind, total_bytes, .. } => {
-                let mut area = StagingArea::new(kind, block_size);
+                let mut area = StagingArea::new(kind, block_size, expected_blocks);
                 area.set_budget(total_bytes);
                 VolumeAdmission::Staging(area)
             }
             Admission::TouchCount { .. } => VolumeAdmission::TouchCount(HecState::default()),
-            Admission::Larc => VolumeAdmission::Larc(LarcState::new(cache_blocks, block_size)),
+            Admission::Larc => {
+                VolumeAdmission::Larc(LarcState::new(cache_blocks, block_size, expected_blocks))
+            }
         }
     }
 

@@ -67,17 +67,60 @@ pub struct StagingDecision {
     pub data_staged: bool,
 }
 
-/// One staged address with its LRU links, in one 24-byte record so that
-/// retiring the oldest entry touches as few cache lines as possible.
+/// Low bits of [`Entry::block_and_state`] that hold the state, not the block.
+const STATE_BITS: u32 = 8;
+/// State bit set while the entry holds the block's data.
+const DATA_BIT: u64 = 1 << (STATE_BITS - 1);
+/// State bits that count accesses (saturating).
+const ACCESS_MASK: u64 = DATA_BIT - 1;
+
+/// Smallest block size a staging area supports: the block numbers of 64-bit
+/// byte offsets then leave room for an entry's state bits. (A cache block
+/// smaller than a 512-byte sector has no use.)
+pub const MIN_STAGED_BLOCK_SIZE: u64 = 1 << STATE_BITS;
+
+/// One staged address with its LRU links, in one 16-byte record (four to a
+/// cache line, none straddling two), so that probing and retiring entries
+/// touch as few cache lines as possible.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    block: u64,
+    /// The block above [`STATE_BITS`]; below, whether the data is held
+    /// ([`DATA_BIT`]) and the accesses so far ([`ACCESS_MASK`], saturating).
+    block_and_state: u64,
     /// Towards the front (newer) of its list.
     prev: Slot,
     /// Towards the back (older) of its list.
     next: Slot,
-    accesses: u32,
-    has_data: bool,
+}
+
+impl Entry {
+    fn new(block: u64) -> Self {
+        debug_assert!(block <= u64::MAX >> STATE_BITS, "blocks smaller than MIN_STAGED_BLOCK_SIZE");
+        Entry { block_and_state: block << STATE_BITS | 1, prev: NO_SLOT, next: NO_SLOT }
+    }
+
+    fn block(&self) -> u64 {
+        self.block_and_state >> STATE_BITS
+    }
+
+    fn accesses(&self) -> u32 {
+        (self.block_and_state & ACCESS_MASK) as u32
+    }
+
+    /// Count one more access (saturating at [`ACCESS_MASK`]).
+    fn count_access(&mut self) {
+        if self.block_and_state & ACCESS_MASK < ACCESS_MASK {
+            self.block_and_state += 1;
+        }
+    }
+
+    fn has_data(&self) -> bool {
+        self.block_and_state & DATA_BIT != 0
+    }
+
+    fn set_has_data(&mut self, has_data: bool) {
+        self.block_and_state = self.block_and_state & !DATA_BIT | if has_data { DATA_BIT } else { 0 };
+    }
 }
 
 /// Head and tail of one LRU list over entries.
@@ -99,6 +142,9 @@ impl EntryList {
 pub struct StagingArea {
     kind: StagingKind,
     entry_data_bytes: u64,
+    /// Distinct blocks the area may see (0: unknown), which bounds how far
+    /// the index grows in one step.
+    expected_blocks: usize,
     /// Entry index of each staged block, hashed by block: 4 bytes a bucket
     /// rather than 16, as every missed block probes it.
     index: HashTable<Slot>,
@@ -116,11 +162,16 @@ pub struct StagingArea {
 
 impl StagingArea {
     /// An empty area of `kind` for blocks of `block_size` bytes, with no
-    /// memory yet (see [`StagingArea::set_budget`]).
-    pub fn new(kind: StagingKind, block_size: u64) -> Self {
+    /// memory yet (see [`StagingArea::set_budget`]). `expected_blocks` is how
+    /// many distinct blocks it may see (0 if unknown): when the area first
+    /// fills its index, the index grows at once to what the budget can hold,
+    /// up to that many, rather than doubling its way there (every doubling
+    /// rehashes, reading each staged entry again from memory).
+    pub fn new(kind: StagingKind, block_size: u64, expected_blocks: usize) -> Self {
         StagingArea {
             kind,
             entry_data_bytes: block_size,
+            expected_blocks,
             index: HashTable::new(),
             entries: Vec::new(),
             free: Vec::new(),
@@ -174,28 +225,30 @@ impl StagingArea {
         // staged data stale.
         let wants_data = is_read && self.kind != StagingKind::Address;
         // One probe finds the block or the place to stage it.
+        if self.index.len() == self.index.capacity() {
+            self.grow();
+        }
         let next_free = self.free.last().copied().unwrap_or(self.entries.len() as Slot);
         let entries = &self.entries;
         let at = match self.index.entry(
             hash_block(block),
-            |&i| entries[i as usize].block == block,
-            |&i| hash_block(entries[i as usize].block),
+            |&i| entries[i as usize].block() == block,
+            |&i| hash_block(entries[i as usize].block()),
         ) {
             hashbrown::hash_table::Entry::Occupied(found) => {
                 let at = *found.get();
                 let entry = self.entries[at as usize];
-                let data_hit = is_read && entry.has_data;
-                let accesses = entry.accesses + 1;
-                if accesses >= admit_on {
+                let data_hit = is_read && entry.has_data();
+                if entry.accesses().saturating_add(1) >= admit_on {
                     found.remove();
                     self.release(at);
                     return StagingDecision { admit: true, data_hit, data_staged: false };
                 }
-                self.entries[at as usize].accesses = accesses;
+                self.entries[at as usize].count_access();
                 self.place(at, wants_data);
                 self.shrink_to_budget();
                 // `forget` clears `has_data`, so an entry the budget just dropped reads false.
-                let data_staged = !data_hit && self.entries[at as usize].has_data;
+                let data_staged = !data_hit && self.entries[at as usize].has_data();
                 return StagingDecision { admit: false, data_hit, data_staged };
             }
             hashbrown::hash_table::Entry::Vacant(_) if admit_on <= 1 => {
@@ -207,7 +260,7 @@ impl StagingArea {
             }
         };
         // `at` is the free record `next_free` named: reuse it or append it.
-        let fresh = Entry { block, prev: NO_SLOT, next: NO_SLOT, accesses: 1, has_data: false };
+        let fresh = Entry::new(block);
         if self.free.pop().is_some() {
             self.entries[at as usize] = fresh;
         } else {
@@ -215,12 +268,12 @@ impl StagingArea {
         }
         self.link(at, wants_data);
         self.shrink_to_budget();
-        StagingDecision { data_staged: self.entries[at as usize].has_data, ..StagingDecision::default() }
+        StagingDecision { data_staged: self.entries[at as usize].has_data(), ..StagingDecision::default() }
     }
 
     /// Whether `block`'s data is staged.
     pub fn holds_data(&self, block: u64) -> bool {
-        self.find(block).is_some_and(|at| self.entries[at as usize].has_data)
+        self.find(block).is_some_and(|at| self.entries[at as usize].has_data())
     }
 
     /// Forget `block` (it was admitted by another path, or trimmed).
@@ -263,7 +316,7 @@ impl StagingArea {
     /// Put entry `at` (unlinked) at the front of the list it belongs on.
     fn link(&mut self, at: Slot, with_data: bool) {
         let with_data = with_data && self.entry_cost(true) <= self.data_budget;
-        self.entries[at as usize].has_data = with_data;
+        self.entries[at as usize].set_has_data(with_data);
         let cost = self.entry_cost(with_data);
         let on_data_list = with_data || self.kind == StagingKind::Data;
         if on_data_list {
@@ -276,8 +329,8 @@ impl StagingArea {
 
     fn unlink(&mut self, at: Slot) {
         let entry = self.entries[at as usize];
-        let cost = self.entry_cost(entry.has_data);
-        let on_data_list = entry.has_data || self.kind == StagingKind::Data;
+        let cost = self.entry_cost(entry.has_data());
+        let on_data_list = entry.has_data() || self.kind == StagingKind::Data;
         if on_data_list {
             self.data_used -= cost;
         } else {
@@ -293,7 +346,8 @@ impl StagingArea {
     }
 
     fn forget(&mut self, at: Slot) {
-        if let Ok(found) = self.index.find_entry(hash_block(self.entries[at as usize].block), |&i| i == at) {
+        if let Ok(found) = self.index.find_entry(hash_block(self.entries[at as usize].block()), |&i| i == at)
+        {
             found.remove();
         }
         self.release(at);
@@ -302,12 +356,31 @@ impl StagingArea {
     /// Unlink entry `at`, already out of the index, and free its record.
     fn release(&mut self, at: Slot) {
         self.unlink(at);
-        self.entries[at as usize].has_data = false;
+        self.entries[at as usize].set_has_data(false);
         self.free.push(at);
     }
 
     fn find(&self, block: u64) -> Option<Slot> {
-        self.index.find(hash_block(block), |&i| self.entries[i as usize].block == block).copied()
+        self.index.find(hash_block(block), |&i| self.entries[i as usize].block() == block).copied()
+    }
+
+    /// Make room in the index (full) for at least one more entry: straight
+    /// to what the budget can hold when that is known and larger, else by
+    /// hashbrown's own doubling.
+    #[cold]
+    fn grow(&mut self) {
+        let address_entries = self.address_budget / ADDRESS_ENTRY_BYTES;
+        let budget_entries = match self.kind {
+            StagingKind::Address => address_entries,
+            // Worst case: every entry holds an address only.
+            StagingKind::Data => self.data_budget / ADDRESS_ENTRY_BYTES,
+            StagingKind::Hybrid => address_entries + self.data_budget / self.entry_cost(true),
+        };
+        let room = usize::try_from(budget_entries).unwrap_or(usize::MAX).min(self.expected_blocks);
+        let additional = room.saturating_sub(self.index.len()).max(1);
+        let entries = &self.entries;
+        self.index.reserve(additional, |&i| hash_block(entries[i as usize].block()));
+        self.entries.reserve(additional.saturating_sub(self.free.len()));
     }
 
     fn entry_cost(&self, with_data: bool) -> u64 {
@@ -344,7 +417,7 @@ mod tests {
     const DATA_ENTRY: u64 = ADDRESS_ENTRY_BYTES + BLOCK;
 
     fn area(kind: StagingKind, budget: u64) -> StagingArea {
-        let mut a = StagingArea::new(kind, BLOCK);
+        let mut a = StagingArea::new(kind, BLOCK, 0);
         a.set_budget(budget);
         a
     }
@@ -417,6 +490,17 @@ mod tests {
             StagingDecision { admit: false, data_hit: true, data_staged: false }
         );
         assert!(a.used_bytes() <= 8 * DATA_ENTRY);
+    }
+
+    #[test]
+    fn access_counts_saturate_without_losing_the_entry() {
+        let mut a = area(StagingKind::Address, 10 * ADDRESS_ENTRY_BYTES);
+        // Writes that bypass the cache count but never admit.
+        for _ in 0..200 {
+            assert!(!a.access(5, false, u32::MAX).admit);
+        }
+        assert_eq!(a.len(), 1);
+        assert!(a.access(5, true, 2).admit);
     }
 
     #[test]
