@@ -214,12 +214,21 @@ impl StagingArea {
     }
 
     /// An access to uncached `block`; admission on the `admit_on`-th access.
+    #[inline]
     pub fn access(&mut self, block: u64, is_read: bool, admit_on: u32) -> StagingDecision {
-        // A new block will push the oldest entry out: start loading its
-        // record now, so the miss overlaps the index probe below instead of
-        // following it (a plain load the CPU runs ahead with; no unsafe).
-        for oldest in [self.address_list.back(), self.data_list.back()].into_iter().flatten() {
-            std::hint::black_box(self.entries[oldest as usize].prev);
+        // When a new block would push the oldest entry out, start loading
+        // its record now, so the miss overlaps the index probe below instead
+        // of following it (a plain load the CPU runs ahead with; no unsafe).
+        let data_entry = ADDRESS_ENTRY_BYTES + self.entry_data_bytes;
+        if self.address_used + ADDRESS_ENTRY_BYTES > self.address_budget {
+            if let Some(oldest) = self.address_list.back() {
+                std::hint::black_box(self.entries[oldest as usize].prev);
+            }
+        }
+        if self.data_used + data_entry > self.data_budget {
+            if let Some(oldest) = self.data_list.back() {
+                std::hint::black_box(self.entries[oldest as usize].prev);
+            }
         }
         // A read brings the data along (keeps or attaches it); a write makes
         // staged data stale.
@@ -387,7 +396,15 @@ impl StagingArea {
         ADDRESS_ENTRY_BYTES + if with_data { self.entry_data_bytes } else { 0 }
     }
 
+    #[inline]
     fn shrink_to_budget(&mut self) {
+        if self.data_used > self.data_budget || self.address_used > self.address_budget {
+            self.drop_oldest_over_budget();
+        }
+    }
+
+    #[cold]
+    fn drop_oldest_over_budget(&mut self) {
         while self.data_used > self.data_budget {
             let Some(oldest) = self.data_list.back() else { break };
             if self.kind == StagingKind::Hybrid && self.address_budget >= ADDRESS_ENTRY_BYTES {
