@@ -382,7 +382,7 @@ impl Cache {
         let s = slot as usize;
         self.keys[s] = key;
         let hash = self.map.hash(key);
-        self.map.insert_new(key, hash, slot);
+        self.map.insert_new(hash, slot);
         self.policy.insert(slot, key, 1);
         self.used += 1;
         let state = &mut self.volumes[key.volume as usize];
@@ -782,7 +782,7 @@ impl Cache {
         if self.config.mode == Mode::Object {
             self.weights[s] = weight;
         }
-        self.map.insert_new(key, hash, slot);
+        self.map.insert_new(hash, slot);
         self.policy.insert(slot, key, weight);
         self.used += weight;
         let state = &mut self.volumes[key.volume as usize];

@@ -12,6 +12,7 @@ pub mod admission;
 pub mod cache;
 pub mod config;
 pub mod counters;
+mod group_table;
 pub mod key;
 pub mod list;
 pub mod policy;

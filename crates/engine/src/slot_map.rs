@@ -5,10 +5,10 @@
 //! modes get different tables, each measured faster for its keys
 //! (docs/benchmarks.md, engine optimization log):
 //!
-//! * Block mode: hashbrown with the run hash of [`crate::key::hash_block`].
-//!   Requests are runs of neighbouring blocks, and the run hash puts a run in
-//!   one control group, so a run costs about one cache miss at cache sizes
-//!   far beyond the CPU caches.
+//! * Block mode ([`GroupTable`]): requests are runs of neighbouring blocks,
+//!   and the table puts neighbours in one cache line with their slots, so a
+//!   run costs about one cache miss per two blocks, and removing a victim's
+//!   key reads only its own bucket.
 //! * Object mode ([`OpenTable`]): keys have no such locality, and the number
 //!   of objects is small, so what counts is instructions per operation: open
 //!   addressing with linear probing over 8-byte buckets, removal by the
@@ -17,9 +17,8 @@
 //! The caller hashes a key once ([`SlotMap::hash`]) and passes the hash to
 //! the lookup and the insertion that follows a miss.
 
-use hashbrown::HashTable;
-
-use crate::key::{hash_block, BlockKey, Slot, NO_SLOT};
+use crate::group_table::GroupTable;
+use crate::key::{BlockKey, Slot, NO_SLOT};
 
 /// An empty bucket.
 const EMPTY: u64 = u64::MAX;
@@ -34,7 +33,7 @@ const MAX_BUCKETS: usize = (u32::MAX as usize).saturating_add(1);
 /// Keys of cached items and the slots holding them.
 pub(crate) enum SlotMap {
     /// Block mode.
-    Runs(HashTable<(BlockKey, Slot)>),
+    Groups(GroupTable),
     /// Object mode.
     Open(OpenTable),
 }
@@ -42,7 +41,7 @@ pub(crate) enum SlotMap {
 impl SlotMap {
     /// A block-mode map able to hold `capacity` keys without growing.
     pub fn for_blocks(capacity: usize) -> Self {
-        SlotMap::Runs(HashTable::with_capacity(capacity))
+        SlotMap::Groups(GroupTable::with_capacity(capacity))
     }
 
     /// An object-mode map sized for `capacity` keys (it grows as needed).
@@ -54,7 +53,7 @@ impl SlotMap {
     #[inline(always)]
     pub fn hash(&self, key: BlockKey) -> u64 {
         match self {
-            SlotMap::Runs(_) => run_hash(key),
+            SlotMap::Groups(_) => u64::from(GroupTable::hash(key.volume, key.block)),
             SlotMap::Open(_) => u64::from(OpenTable::hash(key)),
         }
     }
@@ -64,7 +63,7 @@ impl SlotMap {
     #[inline(always)]
     pub fn get(&self, key: BlockKey, hash: u64, keys: &[BlockKey]) -> Option<Slot> {
         match self {
-            SlotMap::Runs(table) => table.find(hash, |e| e.0 == key).map(|e| e.1),
+            SlotMap::Groups(table) => table.find(hash as u32, |slot| keys[slot as usize] == key),
             SlotMap::Open(table) => table.get(key, hash as u32, keys),
         }
     }
@@ -75,14 +74,12 @@ impl SlotMap {
         self.get(key, self.hash(key), keys)
     }
 
-    /// Record that `slot` holds `key` (whose hash is `hash`), which must not
-    /// be in the map.
+    /// Record that `slot` holds the key whose hash is `hash` (from
+    /// [`SlotMap::hash`]), which must not be in the map.
     #[inline]
-    pub fn insert_new(&mut self, key: BlockKey, hash: u64, slot: Slot) {
+    pub fn insert_new(&mut self, hash: u64, slot: Slot) {
         match self {
-            SlotMap::Runs(table) => {
-                table.insert_unique(hash, (key, slot), |e| run_hash(e.0));
-            }
+            SlotMap::Groups(table) => table.insert_new(hash as u32, slot),
             SlotMap::Open(table) => table.insert_new(hash as u32, slot),
         }
     }
@@ -91,11 +88,7 @@ impl SlotMap {
     #[inline]
     pub fn remove(&mut self, key: BlockKey, slot: Slot) {
         match self {
-            SlotMap::Runs(table) => {
-                if let Ok(entry) = table.find_entry(run_hash(key), |e| e.0 == key) {
-                    entry.remove();
-                }
-            }
+            SlotMap::Groups(table) => table.remove(GroupTable::hash(key.volume, key.block), slot),
             SlotMap::Open(table) => table.remove(slot),
         }
     }
@@ -103,16 +96,10 @@ impl SlotMap {
     /// Number of keys.
     pub fn len(&self) -> usize {
         match self {
-            SlotMap::Runs(table) => table.len(),
+            SlotMap::Groups(table) => table.len(),
             SlotMap::Open(table) => table.len(),
         }
     }
-}
-
-/// Block mode's hash: a run of neighbouring blocks in one control group.
-#[inline(always)]
-fn run_hash(key: BlockKey) -> u64 {
-    hash_block(u64::from(key.volume), key.block)
 }
 
 /// Object mode's index: open addressing with linear probing, at most half

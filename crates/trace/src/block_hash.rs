@@ -1,7 +1,7 @@
 //! A hash for block numbers that keeps runs of neighbouring blocks together.
 //!
-//! Every per-block table on the hot path (the engine's slot map, staging
-//! areas, the demand windows) is probed once per block access, and block
+//! The per-block hash tables on the hot path (staging areas, the demand
+//! windows) are probed once per block access, and block
 //! requests are mostly runs of consecutive blocks. A random hash costs one
 //! cache miss per block; this one sends the 16 blocks of a run to 16
 //! adjacent buckets, so a run costs about one miss. It lives here, in the

@@ -1,0 +1,291 @@
+//! An index from block keys to slots, laid out for block traces.
+//!
+//! Keys live in groups of seven buckets, one 64-byte cache line per group:
+//! each bucket holds a key's 32-bit hash and its slot, so a probe compares
+//! seven hashes in one line (and all at once, as the compiler turns the
+//! comparison into vector instructions) and reads a key only when its hash
+//! matches. Two neighbouring blocks share a home group, so a run of blocks
+//! costs a cache miss per two blocks, not per block. A full group passes keys
+//! on to the next one and counts them in its overflow count; a lookup stops
+//! at the first group whose count is 0 (the scheme of Facebook's F14 tables).
+//! Each slot remembers its bucket, so removing a slot's key reads only that
+//! bucket's line (and the overflow counts between it and its home group):
+//! no probe and no key comparison.
+//!
+//! Measured against hashbrown with a run hash (the block mode's table
+//! before) and against runs of one and four blocks: docs/benchmarks.md,
+//! engine optimization log.
+
+use crate::key::{Slot, NO_SLOT};
+
+/// Buckets in a group: with the overflow count, eight 32-bit lanes.
+const GROUP_BUCKETS: usize = 7;
+
+/// Lane of a group's hashes that holds its overflow count.
+const OVERFLOW_LANE: usize = GROUP_BUCKETS;
+
+/// log2 of the neighbouring blocks that share a home group.
+const RUN_SHIFT: u32 = 1;
+
+/// Fewest groups a table has.
+const MIN_GROUPS: usize = 4;
+
+/// Most groups a table has: bucket numbers are stored as `u32`, 8 per group.
+const MAX_GROUPS: usize = 1 << 29;
+
+/// One cache line of the table.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Group {
+    /// Hash of each bucket's key; lane [`OVERFLOW_LANE`] holds the overflow
+    /// count: keys whose home is this group or an earlier one but which sit
+    /// in a later group.
+    hashes: [u32; 8],
+    /// Slot of each bucket's key, or [`NO_SLOT`] for an empty bucket.
+    slots: [u32; 8],
+}
+
+impl Group {
+    const EMPTY: Group = Group { hashes: [0; 8], slots: [NO_SLOT; 8] };
+    const BUCKET_LANES: u32 = (1 << GROUP_BUCKETS) - 1;
+
+    /// Buckets whose hash is `hash`, one bit each. Written as a loop over
+    /// all eight lanes so that it compiles to a vector compare and a mask.
+    #[inline(always)]
+    fn matching(&self, hash: u32) -> u32 {
+        let mut lanes = 0;
+        for (lane, &h) in self.hashes.iter().enumerate() {
+            lanes |= u32::from(h == hash) << lane;
+        }
+        lanes & Self::BUCKET_LANES
+    }
+
+    /// Empty buckets, one bit each.
+    #[inline(always)]
+    fn empty(&self) -> u32 {
+        let mut lanes = 0;
+        for (lane, &slot) in self.slots.iter().enumerate() {
+            lanes |= u32::from(slot == NO_SLOT) << lane;
+        }
+        lanes & Self::BUCKET_LANES
+    }
+}
+
+/// Keys (identified by their slots) indexed by a 32-bit hash; the caller
+/// holds the keys and compares them.
+pub(crate) struct GroupTable {
+    groups: Vec<Group>,
+    /// Bucket of each slot's key, as group * 8 + lane (stale for slots not
+    /// in the table).
+    bucket_of: Vec<u32>,
+    len: usize,
+}
+
+impl GroupTable {
+    /// A table able to hold `capacity` keys without growing.
+    pub fn with_capacity(capacity: usize) -> Self {
+        GroupTable {
+            groups: vec![Group::EMPTY; Self::groups_for(capacity)],
+            bucket_of: Vec::with_capacity(capacity),
+            len: 0,
+        }
+    }
+
+    /// The hash of `block` of `volume`: the mixed number of its run of
+    /// neighbouring blocks in the high bits (which pick the home group), its
+    /// place in the run in the low [`RUN_SHIFT`] bits.
+    #[inline(always)]
+    pub fn hash(volume: u32, block: u64) -> u32 {
+        let run = block >> RUN_SHIFT;
+        let mixed =
+            (run ^ u64::from(volume).wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let place_mask = (1 << RUN_SHIFT) - 1;
+        ((mixed >> 32) as u32 & !place_mask) | (block as u32 & place_mask)
+    }
+
+    #[inline(always)]
+    fn home(&self, hash: u32) -> usize {
+        (hash >> RUN_SHIFT) as usize & (self.groups.len() - 1)
+    }
+
+    /// The slot whose key has hash `hash` and satisfies `is_key`.
+    #[inline]
+    pub fn find(&self, hash: u32, mut is_key: impl FnMut(Slot) -> bool) -> Option<Slot> {
+        let mask = self.groups.len() - 1;
+        let mut at = self.home(hash);
+        loop {
+            let group = &self.groups[at];
+            let mut lanes = group.matching(hash);
+            while lanes != 0 {
+                let slot = group.slots[lanes.trailing_zeros() as usize];
+                if slot != NO_SLOT && is_key(slot) {
+                    return Some(slot);
+                }
+                lanes &= lanes - 1;
+            }
+            if group.hashes[OVERFLOW_LANE] == 0 {
+                return None;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Record that `slot` holds a key whose hash is `hash` and which is not
+    /// in the table.
+    #[inline]
+    pub fn insert_new(&mut self, hash: u32, slot: Slot) {
+        debug_assert!(slot != NO_SLOT);
+        if self.len >= Self::capacity_of(self.groups.len()) {
+            self.reserve(self.len + 1);
+        }
+        if self.bucket_of.len() <= slot as usize {
+            self.bucket_of.resize(slot as usize + 1, 0);
+        }
+        self.place(hash, slot);
+        self.len += 1;
+    }
+
+    /// Forget the key that `slot` holds, whose hash is `hash`.
+    #[inline]
+    pub fn remove(&mut self, hash: u32, slot: Slot) {
+        let bucket = self.bucket_of[slot as usize] as usize;
+        let (group, lane) = (bucket / 8, bucket % 8);
+        debug_assert_eq!(self.groups[group].slots[lane], slot, "slot {slot} is not in the table");
+        self.groups[group].slots[lane] = NO_SLOT;
+        // The groups the key passed over on its way in counted it.
+        let mask = self.groups.len() - 1;
+        let mut at = self.home(hash);
+        while at != group {
+            self.groups[at].hashes[OVERFLOW_LANE] -= 1;
+            at = (at + 1) & mask;
+        }
+        self.len -= 1;
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Keys the table holds without growing.
+    pub fn capacity(&self) -> usize {
+        Self::capacity_of(self.groups.len())
+    }
+
+    /// Make room for `capacity` keys in all (rehashing into more groups if
+    /// needed).
+    #[cold]
+    pub fn reserve(&mut self, capacity: usize) {
+        if capacity <= self.capacity() || self.groups.len() >= MAX_GROUPS {
+            return;
+        }
+        let groups = Self::groups_for(capacity).max(self.groups.len() * 2).min(MAX_GROUPS);
+        let old = std::mem::replace(&mut self.groups, vec![Group::EMPTY; groups]);
+        for group in &old {
+            for lane in 0..GROUP_BUCKETS {
+                if group.slots[lane] != NO_SLOT {
+                    self.place(group.hashes[lane], group.slots[lane]);
+                }
+            }
+        }
+    }
+
+    /// Put `slot`'s key, whose hash is `hash`, in the first empty bucket
+    /// from its home group on.
+    #[inline]
+    fn place(&mut self, hash: u32, slot: Slot) {
+        let mask = self.groups.len() - 1;
+        let mut at = self.home(hash);
+        loop {
+            let group = &mut self.groups[at];
+            let empty = group.empty();
+            if empty != 0 {
+                let lane = empty.trailing_zeros() as usize;
+                group.hashes[lane] = hash;
+                group.slots[lane] = slot;
+                self.bucket_of[slot as usize] = (at * 8 + lane) as u32;
+                return;
+            }
+            group.hashes[OVERFLOW_LANE] += 1;
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Keys `groups` groups hold at most three quarters full.
+    fn capacity_of(groups: usize) -> usize {
+        groups * GROUP_BUCKETS * 3 / 4
+    }
+
+    /// Groups for `capacity` keys at most three quarters full.
+    fn groups_for(capacity: usize) -> usize {
+        (capacity.saturating_mul(4) / (3 * GROUP_BUCKETS) + 1)
+            .next_power_of_two()
+            .clamp(MIN_GROUPS, MAX_GROUPS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table and its keys built side by side, checked against a model,
+    /// through growth and full groups (few groups for many clustered keys).
+    #[test]
+    fn finds_follow_inserts_and_removals_through_growth() {
+        let mut table = GroupTable::with_capacity(0);
+        let mut keys: Vec<(u32, u64)> = Vec::new();
+        let mut model = std::collections::HashMap::new();
+        let mut free: Vec<Slot> = Vec::new();
+        let mut x: u64 = 12345;
+        for step in 0..40_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let key = ((x >> 60) as u32 % 3, (x >> 33) % 700);
+            let hash = GroupTable::hash(key.0, key.1);
+            match model.get(&key).copied() {
+                Some(slot) if step % 3 != 0 => {
+                    table.remove(hash, slot);
+                    model.remove(&key);
+                    free.push(slot);
+                }
+                Some(_) => {}
+                None => {
+                    let slot = free.pop().unwrap_or_else(|| {
+                        keys.push((0, 0));
+                        (keys.len() - 1) as Slot
+                    });
+                    keys[slot as usize] = key;
+                    table.insert_new(hash, slot);
+                    model.insert(key, slot);
+                }
+            }
+            assert_eq!(table.len(), model.len());
+        }
+        for volume in 0..3 {
+            for block in 0..700 {
+                let found =
+                    table.find(GroupTable::hash(volume, block), |s| keys[s as usize] == (volume, block));
+                assert_eq!(found, model.get(&(volume, block)).copied(), "{volume} {block}");
+            }
+        }
+    }
+
+    #[test]
+    fn overflow_counts_return_to_zero_when_keys_leave() {
+        // One group's worth of home for 40 keys: most overflow.
+        let mut table = GroupTable::with_capacity(64);
+        let hash = GroupTable::hash(0, 0);
+        for slot in 0..40 {
+            table.insert_new(hash, slot);
+        }
+        assert!(table.groups.iter().any(|g| g.hashes[OVERFLOW_LANE] > 0));
+        for slot in 0..40 {
+            assert_eq!(table.find(hash, |s| s == slot), Some(slot));
+            table.remove(hash, slot);
+        }
+        assert_eq!(table.len(), 0);
+        assert!(table
+            .groups
+            .iter()
+            .all(|g| g.hashes[OVERFLOW_LANE] == 0 && g.empty() == Group::BUCKET_LANES));
+    }
+}
