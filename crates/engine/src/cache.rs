@@ -503,6 +503,7 @@ impl Cache {
             hec.observe_request(first, last - first + 1);
         }
         self.bypass_misses = self.continues_long_run(v, offset, len);
+        self.map.touch_run(volume, first, last);
         let mut outcome = Outcome::default();
         let mut byte_hits = 0;
         for block in first..=last {

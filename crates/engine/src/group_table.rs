@@ -21,11 +21,15 @@ use crate::key::{Slot, NO_SLOT};
 /// Buckets in a group: with the overflow count, eight 32-bit lanes.
 const GROUP_BUCKETS: usize = 7;
 
-/// Lane of a group's hashes that holds its overflow count.
-const OVERFLOW_LANE: usize = GROUP_BUCKETS;
+/// Lane of a group that holds its occupancy (in `hashes`) and its
+/// overflow count (in `slots`).
+const META_LANE: usize = GROUP_BUCKETS;
 
 /// log2 of the neighbouring blocks that share a home group.
 const RUN_SHIFT: u32 = 1;
+
+/// Most runs whose lines [`GroupTable::touch_run`] loads ahead.
+const TOUCH_RUNS: u64 = 8;
 
 /// Fewest groups a table has.
 const MIN_GROUPS: usize = 4;
@@ -37,37 +41,40 @@ const MAX_GROUPS: usize = 1 << 29;
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Group {
-    /// Hash of each bucket's key; lane [`OVERFLOW_LANE`] holds the overflow
+    /// Hash of each bucket's key; lane [`META_LANE`] holds which buckets
+    /// hold a key, one bit each.
+    hashes: [u32; 8],
+    /// Slot of each bucket's key; lane [`META_LANE`] holds the overflow
     /// count: keys whose home is this group or an earlier one but which sit
     /// in a later group.
-    hashes: [u32; 8],
-    /// Slot of each bucket's key, or [`NO_SLOT`] for an empty bucket.
     slots: [u32; 8],
 }
 
 impl Group {
-    const EMPTY: Group = Group { hashes: [0; 8], slots: [NO_SLOT; 8] };
+    const EMPTY: Group = Group { hashes: [0; 8], slots: [0; 8] };
     const BUCKET_LANES: u32 = (1 << GROUP_BUCKETS) - 1;
 
-    /// Buckets whose hash is `hash`, one bit each. Written as a loop over
-    /// all eight lanes so that it compiles to a vector compare and a mask.
+    /// Buckets holding a key whose hash is `hash`, one bit each. Written as
+    /// a loop over all eight lanes so that it compiles to a vector compare
+    /// and a mask.
     #[inline(always)]
     fn matching(&self, hash: u32) -> u32 {
         let mut lanes = 0;
         for (lane, &h) in self.hashes.iter().enumerate() {
             lanes |= u32::from(h == hash) << lane;
         }
-        lanes & Self::BUCKET_LANES
+        lanes & self.occupied()
     }
 
-    /// Empty buckets, one bit each.
+    /// Buckets holding a key, one bit each.
     #[inline(always)]
-    fn empty(&self) -> u32 {
-        let mut lanes = 0;
-        for (lane, &slot) in self.slots.iter().enumerate() {
-            lanes |= u32::from(slot == NO_SLOT) << lane;
-        }
-        lanes & Self::BUCKET_LANES
+    fn occupied(&self) -> u32 {
+        self.hashes[META_LANE]
+    }
+
+    #[inline(always)]
+    fn overflow(&self) -> u32 {
+        self.slots[META_LANE]
     }
 }
 
@@ -75,6 +82,8 @@ impl Group {
 /// holds the keys and compares them.
 pub(crate) struct GroupTable {
     groups: Vec<Group>,
+    /// Keys the groups hold at most three quarters full.
+    capacity: usize,
     /// Bucket of each slot's key, as group * 8 + lane (stale for slots not
     /// in the table).
     bucket_of: Vec<u32>,
@@ -84,8 +93,10 @@ pub(crate) struct GroupTable {
 impl GroupTable {
     /// A table able to hold `capacity` keys without growing.
     pub fn with_capacity(capacity: usize) -> Self {
+        let groups = Self::groups_for(capacity);
         GroupTable {
-            groups: vec![Group::EMPTY; Self::groups_for(capacity)],
+            groups: vec![Group::EMPTY; groups],
+            capacity: Self::capacity_of(groups),
             bucket_of: Vec::with_capacity(capacity),
             len: 0,
         }
@@ -108,8 +119,23 @@ impl GroupTable {
         (hash >> RUN_SHIFT) as usize & (self.groups.len() - 1)
     }
 
-    /// The slot whose key has hash `hash` and satisfies `is_key`.
+    /// Load the home groups of blocks `first..=last` of `volume` (up to
+    /// [`TOUCH_RUNS`] runs): a plain load of each line, issued back to back,
+    /// so the misses overlap (a prefetch without `unsafe`).
     #[inline]
+    pub fn touch_run(&self, volume: u32, first: u64, last: u64) {
+        let runs = (last >> RUN_SHIFT) - (first >> RUN_SHIFT) + 1;
+        if runs < 2 {
+            return;
+        }
+        for run in (first >> RUN_SHIFT)..(first >> RUN_SHIFT) + runs.min(TOUCH_RUNS) {
+            let home = self.home(Self::hash(volume, run << RUN_SHIFT));
+            std::hint::black_box(self.groups[home].occupied());
+        }
+    }
+
+    /// The slot whose key has hash `hash` and satisfies `is_key`.
+    #[inline(always)]
     pub fn find(&self, hash: u32, mut is_key: impl FnMut(Slot) -> bool) -> Option<Slot> {
         let mask = self.groups.len() - 1;
         let mut at = self.home(hash);
@@ -118,12 +144,12 @@ impl GroupTable {
             let mut lanes = group.matching(hash);
             while lanes != 0 {
                 let slot = group.slots[lanes.trailing_zeros() as usize];
-                if slot != NO_SLOT && is_key(slot) {
+                if is_key(slot) {
                     return Some(slot);
                 }
                 lanes &= lanes - 1;
             }
-            if group.hashes[OVERFLOW_LANE] == 0 {
+            if group.overflow() == 0 {
                 return None;
             }
             at = (at + 1) & mask;
@@ -132,10 +158,10 @@ impl GroupTable {
 
     /// Record that `slot` holds a key whose hash is `hash` and which is not
     /// in the table.
-    #[inline]
+    #[inline(always)]
     pub fn insert_new(&mut self, hash: u32, slot: Slot) {
         debug_assert!(slot != NO_SLOT);
-        if self.len >= Self::capacity_of(self.groups.len()) {
+        if self.len >= self.capacity {
             self.reserve(self.len + 1);
         }
         if self.bucket_of.len() <= slot as usize {
@@ -146,17 +172,18 @@ impl GroupTable {
     }
 
     /// Forget the key that `slot` holds, whose hash is `hash`.
-    #[inline]
+    #[inline(always)]
     pub fn remove(&mut self, hash: u32, slot: Slot) {
         let bucket = self.bucket_of[slot as usize] as usize;
         let (group, lane) = (bucket / 8, bucket % 8);
+        debug_assert!(self.groups[group].occupied() & 1 << lane != 0, "slot {slot} is not in the table");
         debug_assert_eq!(self.groups[group].slots[lane], slot, "slot {slot} is not in the table");
-        self.groups[group].slots[lane] = NO_SLOT;
+        self.groups[group].hashes[META_LANE] &= !(1 << lane);
         // The groups the key passed over on its way in counted it.
         let mask = self.groups.len() - 1;
         let mut at = self.home(hash);
         while at != group {
-            self.groups[at].hashes[OVERFLOW_LANE] -= 1;
+            self.groups[at].slots[META_LANE] -= 1;
             at = (at + 1) & mask;
         }
         self.len -= 1;
@@ -169,7 +196,7 @@ impl GroupTable {
 
     /// Keys the table holds without growing.
     pub fn capacity(&self) -> usize {
-        Self::capacity_of(self.groups.len())
+        self.capacity
     }
 
     /// Make room for `capacity` keys in all (rehashing into more groups if
@@ -181,9 +208,10 @@ impl GroupTable {
         }
         let groups = Self::groups_for(capacity).max(self.groups.len() * 2).min(MAX_GROUPS);
         let old = std::mem::replace(&mut self.groups, vec![Group::EMPTY; groups]);
+        self.capacity = Self::capacity_of(groups);
         for group in &old {
             for lane in 0..GROUP_BUCKETS {
-                if group.slots[lane] != NO_SLOT {
+                if group.occupied() & 1 << lane != 0 {
                     self.place(group.hashes[lane], group.slots[lane]);
                 }
             }
@@ -192,21 +220,22 @@ impl GroupTable {
 
     /// Put `slot`'s key, whose hash is `hash`, in the first empty bucket
     /// from its home group on.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, hash: u32, slot: Slot) {
         let mask = self.groups.len() - 1;
         let mut at = self.home(hash);
         loop {
             let group = &mut self.groups[at];
-            let empty = group.empty();
+            let empty = !group.occupied() & Group::BUCKET_LANES;
             if empty != 0 {
                 let lane = empty.trailing_zeros() as usize;
                 group.hashes[lane] = hash;
                 group.slots[lane] = slot;
+                group.hashes[META_LANE] |= 1 << lane;
                 self.bucket_of[slot as usize] = (at * 8 + lane) as u32;
                 return;
             }
-            group.hashes[OVERFLOW_LANE] += 1;
+            group.slots[META_LANE] += 1;
             at = (at + 1) & mask;
         }
     }
@@ -277,15 +306,12 @@ mod tests {
         for slot in 0..40 {
             table.insert_new(hash, slot);
         }
-        assert!(table.groups.iter().any(|g| g.hashes[OVERFLOW_LANE] > 0));
+        assert!(table.groups.iter().any(|g| g.overflow() > 0));
         for slot in 0..40 {
             assert_eq!(table.find(hash, |s| s == slot), Some(slot));
             table.remove(hash, slot);
         }
         assert_eq!(table.len(), 0);
-        assert!(table
-            .groups
-            .iter()
-            .all(|g| g.hashes[OVERFLOW_LANE] == 0 && g.empty() == Group::BUCKET_LANES));
+        assert!(table.groups.iter().all(|g| g.overflow() == 0 && g.occupied() == 0));
     }
 }

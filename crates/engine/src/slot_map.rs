@@ -93,6 +93,16 @@ impl SlotMap {
         }
     }
 
+    /// Start loading the lines that lookups of blocks `first..=last` of
+    /// `volume` will read, all at once, so that their cache misses overlap
+    /// instead of following one another block by block.
+    #[inline]
+    pub fn touch_run(&self, volume: u32, first: u64, last: u64) {
+        if let SlotMap::Groups(table) = self {
+            table.touch_run(volume, first, last);
+        }
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         match self {
