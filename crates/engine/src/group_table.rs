@@ -28,7 +28,7 @@ const META_LANE: usize = GROUP_BUCKETS;
 /// log2 of the neighbouring blocks that share a home group.
 const RUN_SHIFT: u32 = 1;
 
-/// Most runs whose lines [`GroupTable::touch_run`] loads ahead.
+/// Most runs whose lines [`GroupTable::touch_run`] prefetches.
 const TOUCH_RUNS: u64 = 8;
 
 /// Fewest groups a table has.
@@ -119,9 +119,9 @@ impl GroupTable {
         (hash >> RUN_SHIFT) as usize & (self.groups.len() - 1)
     }
 
-    /// Load the home groups of blocks `first..=last` of `volume` (up to
-    /// [`TOUCH_RUNS`] runs): a plain load of each line, issued back to back,
-    /// so the misses overlap (a prefetch without `unsafe`).
+    /// Prefetch the home groups of blocks `first..=last` of `volume` (up to
+    /// [`TOUCH_RUNS`] runs), back to back, so that their misses overlap
+    /// instead of following one another block by block.
     #[inline]
     pub fn touch_run(&self, volume: u32, first: u64, last: u64) {
         let runs = (last >> RUN_SHIFT) - (first >> RUN_SHIFT) + 1;
@@ -130,7 +130,7 @@ impl GroupTable {
         }
         for run in (first >> RUN_SHIFT)..(first >> RUN_SHIFT) + runs.min(TOUCH_RUNS) {
             let home = self.home(Self::hash(volume, run << RUN_SHIFT));
-            std::hint::black_box(self.groups[home].occupied());
+            cloudcache_trace::prefetch::prefetch(&self.groups[home]);
         }
     }
 

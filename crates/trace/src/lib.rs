@@ -12,6 +12,7 @@ pub mod error;
 pub mod format;
 pub mod formats;
 pub mod info;
+pub mod prefetch;
 pub mod request;
 pub mod source;
 pub mod synth;
