@@ -139,7 +139,10 @@ impl GroupTable {
     pub fn find(&self, hash: u32, mut is_key: impl FnMut(Slot) -> bool) -> Option<Slot> {
         let mask = self.groups.len() - 1;
         let mut at = self.home(hash);
-        loop {
+        // After churn every group can have keys passing over it, so the
+        // overflow counts alone need not end a search for an absent key: a
+        // key is never further than one lap from its home.
+        for _ in 0..self.groups.len() {
             let group = &self.groups[at];
             let mut lanes = group.matching(hash);
             while lanes != 0 {
@@ -154,6 +157,7 @@ impl GroupTable {
             }
             at = (at + 1) & mask;
         }
+        None
     }
 
     /// Record that `slot` holds a key whose hash is `hash` and which is not
@@ -296,6 +300,32 @@ mod tests {
                 assert_eq!(found, model.get(&(volume, block)).copied(), "{volume} {block}");
             }
         }
+    }
+
+    #[test]
+    fn a_search_for_an_absent_key_ends_when_every_group_overflows() {
+        // Four groups (21 keys at most); hash `2 * g` has home group `g`.
+        let mut table = GroupTable::with_capacity(1);
+        assert_eq!((table.groups.len(), table.capacity()), (4, 21));
+        let home = |g: u32| g << RUN_SHIFT;
+        // 21 keys homed at group 2 fill groups 2, 3 and 0.
+        for slot in 0..21 {
+            table.insert_new(home(2), slot);
+        }
+        // Empty groups 2 and 3; group 2 still counts the 7 keys in group 0.
+        for slot in 0..14 {
+            table.remove(home(2), slot);
+        }
+        // Keys homed at 0 pass over it into group 1, keys homed at 1 into group 2.
+        for slot in 21..28 {
+            table.insert_new(home(0), slot);
+        }
+        for slot in 28..35 {
+            table.insert_new(home(1), slot);
+        }
+        assert!(table.groups.iter().all(|g| g.overflow() > 0));
+        assert_eq!(table.find(home(3), |_| false), None);
+        assert_eq!(table.find(home(1), |slot| slot == 30), Some(30));
     }
 
     #[test]
