@@ -1317,5 +1317,8 @@ mod tests {
         .contains("above"));
         assert!(bad(CacheConfig { block_size: 128, admission: Admission::Larc, ..Default::default() })
             .contains("at least 256 B, not 128 B"));
+        let past_the_index = (crate::group_table::MAX_KEYS + 1) * 4096;
+        assert!(bad(CacheConfig { capacity_bytes: past_the_index, ..Default::default() })
+            .contains("the most the block index holds"));
     }
 }

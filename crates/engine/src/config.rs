@@ -189,6 +189,13 @@ impl CacheConfig {
                     self.capacity_bytes
                 ));
             }
+            if self.capacity_bytes / self.block_size > crate::group_table::MAX_KEYS {
+                return err(format!(
+                    "cache size {} B is more than {} blocks, the most the block index holds",
+                    self.capacity_bytes,
+                    crate::group_table::MAX_KEYS
+                ));
+            }
         }
         for (name, value) in [
             ("dirty high watermark", self.dirty_high_watermark),

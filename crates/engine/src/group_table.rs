@@ -37,6 +37,11 @@ const MIN_GROUPS: usize = 4;
 /// Most groups a table has: bucket numbers are stored as `u32`, 8 per group.
 const MAX_GROUPS: usize = 1 << 29;
 
+/// Most keys a table holds (at most three quarters full); the cache
+/// configuration refuses more blocks than this (about 2.8 G, 10 TiB of
+/// 4 KiB blocks), as a full table would have no free bucket to probe to.
+pub(crate) const MAX_KEYS: u64 = MAX_GROUPS as u64 * GROUP_BUCKETS as u64 * 3 / 4;
+
 /// One cache line of the table.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
