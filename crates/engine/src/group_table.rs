@@ -2,9 +2,8 @@
 //!
 //! Keys live in groups of seven buckets, one 64-byte cache line per group:
 //! each bucket holds a key's 32-bit hash and its slot, so a probe compares
-//! seven hashes in one line (and all at once, as the compiler turns the
-//! comparison into vector instructions) and reads a key only when its hash
-//! matches. Two neighbouring blocks share a home group, so a run of blocks
+//! seven hashes in one line (into a bit mask, with no branch per bucket)
+//! and reads a key only when its hash matches. Two neighbouring blocks share a home group, so a run of blocks
 //! costs a cache miss per two blocks, not per block. A full group passes keys
 //! on to the next one and counts them in its overflow count; a lookup stops
 //! at the first group whose count is 0 (the scheme of Facebook's F14 tables).
@@ -59,9 +58,9 @@ impl Group {
     const EMPTY: Group = Group { hashes: [0; 8], slots: [0; 8] };
     const BUCKET_LANES: u32 = (1 << GROUP_BUCKETS) - 1;
 
-    /// Buckets holding a key whose hash is `hash`, one bit each. Written as
-    /// a loop over all eight lanes so that it compiles to a vector compare
-    /// and a mask.
+    /// Buckets holding a key whose hash is `hash`, one bit each (a loop
+    /// over all eight lanes without branches, which the compiler partly
+    /// vectorizes).
     #[inline(always)]
     fn matching(&self, hash: u32) -> u32 {
         let mut lanes = 0;
