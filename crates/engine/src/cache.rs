@@ -844,6 +844,7 @@ impl Cache {
         match policy.evict_from(volume) {
             Some(slot) => {
                 self.evicted(slot);
+                self.prefetch_coming_victims();
                 true
             }
             None => false,
@@ -877,6 +878,25 @@ impl Cache {
     fn evict_one(&mut self, incoming: BlockKey) {
         let slot = self.policy.evict(incoming, &self.keys);
         self.evicted(slot);
+        self.prefetch_coming_victims();
+    }
+
+    /// A victim's records (key, dirty flag, links, bucket) sit in unrelated
+    /// places and were last touched long ago; with a policy that knows its
+    /// next victims, start loading them now, in two steps: the one after
+    /// next gets its slot records, the next (whose records the last
+    /// eviction prefetched) its bucket line.
+    #[inline]
+    fn prefetch_coming_victims(&self) {
+        let (next, after) = self.policy.prefetch_coming_victims();
+        if let (Some(key), Some(dirty)) = (self.keys.get(after as usize), self.dirty.get(after as usize)) {
+            cloudcache_trace::prefetch::prefetch(key);
+            cloudcache_trace::prefetch::prefetch(dirty);
+            self.map.prefetch_slot(after);
+        }
+        if next != crate::key::NO_SLOT {
+            self.map.prefetch_bucket(next);
+        }
     }
 
     /// Write back (if dirty) and free `slot`, which the policy gave up.

@@ -138,6 +138,21 @@ impl GroupTable {
         }
     }
 
+    /// Bucket number of each slot's key.
+    pub fn bucket_of(&self) -> &[u32] {
+        &self.bucket_of
+    }
+
+    /// Prefetch the group holding `slot`'s key.
+    #[inline]
+    pub fn prefetch_bucket(&self, slot: Slot) {
+        if let Some(&bucket) = self.bucket_of.get(slot as usize) {
+            if let Some(group) = self.groups.get(bucket as usize / 8) {
+                cloudcache_trace::prefetch::prefetch(group);
+            }
+        }
+    }
+
     /// The slot whose key has hash `hash` and satisfies `is_key`.
     #[inline(always)]
     pub fn find(&self, hash: u32, mut is_key: impl FnMut(Slot) -> bool) -> Option<Slot> {

@@ -69,6 +69,30 @@ impl Links {
         Links { nodes: vec![UNLINKED; slots] }
     }
 
+    /// The slot before `slot` on its list (towards the front).
+    #[inline]
+    pub fn prev_of(&self, slot: Slot) -> Slot {
+        self.nodes[slot as usize].prev
+    }
+
+    /// Start loading `slot`'s links (see [`cloudcache_trace::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, slot: Slot) {
+        if let Some(node) = self.nodes.get(slot as usize) {
+            cloudcache_trace::prefetch::prefetch(node);
+        }
+    }
+
+    /// The next two slots `pop_back` would take from `list`, the links of
+    /// the second prefetched.
+    #[inline]
+    pub fn prefetch_coming_backs(&self, list: &List) -> (Slot, Slot) {
+        let Some(next) = list.back() else { return (NO_SLOT, NO_SLOT) };
+        let after = self.prev_of(next);
+        self.prefetch(after);
+        (next, after)
+    }
+
     /// Make room for slot indices below `slots` (object mode grows).
     pub fn ensure_slots(&mut self, slots: usize) {
         if self.nodes.len() < slots {

@@ -93,6 +93,36 @@ impl SlotMap {
         }
     }
 
+    /// Start loading what removing `slot`'s key will read first (its
+    /// bucket's number).
+    #[inline]
+    pub fn prefetch_slot(&self, slot: Slot) {
+        let bucket_of = match self {
+            SlotMap::Groups(table) => table.bucket_of(),
+            SlotMap::Open(table) => &table.bucket_of,
+        };
+        if let Some(bucket) = bucket_of.get(slot as usize) {
+            cloudcache_trace::prefetch::prefetch(bucket);
+        }
+    }
+
+    /// Start loading `slot`'s bucket, which removing its key will change
+    /// (reads the bucket's number: prefetch it first with
+    /// [`SlotMap::prefetch_slot`]).
+    #[inline]
+    pub fn prefetch_bucket(&self, slot: Slot) {
+        match self {
+            SlotMap::Groups(table) => table.prefetch_bucket(slot),
+            SlotMap::Open(table) => {
+                if let Some(&bucket) = table.bucket_of.get(slot as usize) {
+                    if let Some(line) = table.buckets.get(bucket as usize) {
+                        cloudcache_trace::prefetch::prefetch(line);
+                    }
+                }
+            }
+        }
+    }
+
     /// Start loading the lines that lookups of blocks `first..=last` of
     /// `volume` will read, all at once, so that their cache misses overlap
     /// instead of following one another block by block.

@@ -36,6 +36,10 @@ impl ReplacementPolicy for Lru {
     fn reserve_slots(&mut self, slots: usize) {
         self.links.ensure_slots(slots);
     }
+    #[inline]
+    fn prefetch_coming_victims(&self) -> (Slot, Slot) {
+        self.links.prefetch_coming_backs(&self.list)
+    }
 }
 
 #[cfg(test)]

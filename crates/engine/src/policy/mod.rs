@@ -47,6 +47,13 @@ pub trait ReplacementPolicy {
     fn evict(&mut self, incoming: BlockKey, keys: &[BlockKey]) -> Slot;
     /// Make slot indices below `slots` valid (object mode grows its table).
     fn reserve_slots(&mut self, slots: usize);
+    /// The slots this policy will evict next and after that, where it knows
+    /// them without work ([`crate::key::NO_SLOT`] where not), having prefetched what it
+    /// will read to evict the second: a hint, so that the cache can start
+    /// loading the victims' records long before it needs them.
+    fn prefetch_coming_victims(&self) -> (Slot, Slot) {
+        (crate::key::NO_SLOT, crate::key::NO_SLOT)
+    }
 }
 
 /// The replacement policies by name.
@@ -176,6 +183,10 @@ impl ReplacementPolicy for AnyPolicy {
     }
     fn reserve_slots(&mut self, slots: usize) {
         dispatch!(self, p => p.reserve_slots(slots))
+    }
+    #[inline]
+    fn prefetch_coming_victims(&self) -> (Slot, Slot) {
+        dispatch!(self, p => p.prefetch_coming_victims())
     }
 }
 

@@ -12,16 +12,24 @@ pub struct VolumeLru {
     lists: Vec<List>,
     /// Volume of each slot's item, to find its list on a hit.
     slot_volume: Vec<u32>,
+    /// The volume evicted from last: the likeliest to give up the next.
+    last_evicted: u32,
 }
 
 impl VolumeLru {
     /// Per-volume LRU for up to `slots` slots.
     pub fn new(slots: usize) -> Self {
-        VolumeLru { links: Links::with_slots(slots), lists: Vec::new(), slot_volume: vec![0; slots] }
+        VolumeLru {
+            links: Links::with_slots(slots),
+            lists: Vec::new(),
+            slot_volume: vec![0; slots],
+            last_evicted: 0,
+        }
     }
 
     /// Evict `volume`'s least recently used item; `None` if it has none.
     pub fn evict_from(&mut self, volume: u32) -> Option<Slot> {
+        self.last_evicted = volume;
         let list = self.lists.get_mut(volume as usize)?;
         self.links.pop_back(list)
     }
@@ -67,6 +75,13 @@ impl ReplacementPolicy for VolumeLru {
         self.links.ensure_slots(slots);
         if self.slot_volume.len() < slots {
             self.slot_volume.resize(slots, 0);
+        }
+    }
+    #[inline]
+    fn prefetch_coming_victims(&self) -> (Slot, Slot) {
+        match self.lists.get(self.last_evicted as usize) {
+            Some(list) => self.links.prefetch_coming_backs(list),
+            None => (crate::key::NO_SLOT, crate::key::NO_SLOT),
         }
     }
 }
