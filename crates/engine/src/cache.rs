@@ -436,6 +436,17 @@ impl Cache {
         }
     }
 
+    /// A hint that a request of `volume` at `offset` comes next: in object
+    /// mode, whose keys have no locality, start loading the index line its
+    /// lookup will read, so that the miss overlaps the current request.
+    /// (Block mode prefetches a request's runs when it starts.)
+    #[inline]
+    pub fn prefetch_request(&self, volume: VolumeId, offset: u64) {
+        if self.config.mode == Mode::Object {
+            self.map.prefetch_key(BlockKey { volume, block: offset });
+        }
+    }
+
     /// `volume`'s share in blocks: the whole cache while no shares are set.
     fn share_of(&self, volume: VolumeId) -> u64 {
         self.shares.as_ref().map_or(self.capacity, |s| s.blocks.get(volume as usize).copied().unwrap_or(0))

@@ -93,6 +93,15 @@ impl SlotMap {
         }
     }
 
+    /// Start loading the line a lookup of `key` reads first.
+    #[inline]
+    pub fn prefetch_key(&self, key: BlockKey) {
+        if let SlotMap::Open(table) = self {
+            let home = OpenTable::hash(key) as usize & (table.buckets.len() - 1);
+            cloudcache_trace::prefetch::prefetch(&table.buckets[home]);
+        }
+    }
+
     /// Start loading what removing `slot`'s key will read first (its
     /// bucket's number).
     #[inline]

@@ -307,8 +307,12 @@ fn replay_plain(
 ) -> crate::allocation::AllocationOutcome {
     let mut occupancy = OccupancySampler::new(trace.volume_names.len());
     let chunk = trace.requests.len().div_ceil(OCCUPANCY_SAMPLES).max(1);
+    let mut next_requests = trace.requests.iter().skip(1);
     for requests in trace.requests.chunks(chunk) {
         for r in requests {
+            if let Some(next) = next_requests.next() {
+                cache.prefetch_request(next.volume, next.offset);
+            }
             cache.handle(r.volume, r.op, r.offset, r.len);
             if let Some(flash) = flash.as_deref_mut() {
                 flash.apply(cache.actions());
