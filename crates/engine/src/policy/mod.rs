@@ -48,9 +48,10 @@ pub trait ReplacementPolicy {
     /// Make slot indices below `slots` valid (object mode grows its table).
     fn reserve_slots(&mut self, slots: usize);
     /// The slots this policy will evict next and after that, where it knows
-    /// them without work ([`crate::key::NO_SLOT`] where not), having prefetched what it
-    /// will read to evict the second: a hint, so that the cache can start
-    /// loading the victims' records long before it needs them.
+    /// them without work ([`crate::key::NO_SLOT`] where not), having
+    /// prefetched what it will read to evict the second: a hint, so that the
+    /// cache can start loading the victims' records long before it needs
+    /// them.
     fn prefetch_coming_victims(&self) -> (Slot, Slot) {
         (crate::key::NO_SLOT, crate::key::NO_SLOT)
     }
