@@ -263,16 +263,16 @@ impl CacheCore {
         if victims < 2 {
             return;
         }
-        s.slot_uses.clear();
-        for (i, action) in s.actions.iter().enumerate() {
-            if let Action::FlashWrite { slot, .. }
-            | Action::Evict { slot, .. }
-            | Action::Invalidate { slot, .. } = *action
-            {
-                s.slot_uses.push((slot, i));
-            }
-        }
-        s.slot_uses.sort_unstable();
+        index_actions(
+            &s.actions,
+            |action| match *action {
+                Action::FlashWrite { slot, .. }
+                | Action::Evict { slot, .. }
+                | Action::Invalidate { slot, .. } => Some(slot),
+                _ => None,
+            },
+            &mut s.slot_uses,
+        );
         let mut volumes: Vec<u32> = Vec::new();
         let mut released = 0;
         for i in 0..s.actions.len() {
@@ -286,8 +286,7 @@ impl CacheCore {
             let write_back = i
                 .checked_sub(1)
                 .filter(|&j| matches!(s.actions[j], Action::WriteBack { slot: t, .. } if t == slot));
-            let first_use = s.slot_uses.partition_point(|&(t, _)| t < slot);
-            let touched_before = s.slot_uses.get(first_use).is_some_and(|&(t, j)| t == slot && j < i);
+            let touched_before = appears_before(&s.slot_uses, slot, i);
             let Some(write_back) = write_back.filter(|_| !touched_before) else { continue };
             let _ = self.write_back(key, slot, true, &mut s.block);
             s.done_early[write_back] = true;
@@ -345,20 +344,19 @@ impl CacheCore {
         };
         // Where each victim first appears, to find in O(log n) whether a
         // miss's block was written back or evicted earlier in the request.
-        s.victims.clear();
-        for (i, action) in s.actions.iter().enumerate() {
-            if let Action::WriteBack { key, .. }
-            | Action::Evict { key, .. }
-            | Action::Invalidate { key, .. } = *action
-            {
-                s.victims.push((key, i));
-            }
-        }
-        s.victims.sort_unstable();
+        index_actions(
+            &s.actions,
+            |action| match *action {
+                Action::WriteBack { key, .. }
+                | Action::Evict { key, .. }
+                | Action::Invalidate { key, .. } => Some(key),
+                _ => None,
+            },
+            &mut s.victims,
+        );
         for i in 0..s.actions.len() {
             let (Action::BackendRead { key } | Action::StagedRead { key }) = s.actions[i] else { continue };
-            let at = s.victims.partition_point(|&(k, _)| k < key);
-            if s.victims.get(at).is_some_and(|&(k, j)| k == key && j < i) {
+            if appears_before(&s.victims, key, i) {
                 continue;
             }
             s.done_early[i] = true;
@@ -557,4 +555,23 @@ pub(super) fn collect_lanes(actions: &[Action], block_size: u64, lanes: &mut Vec
     }
     lanes.sort_unstable();
     lanes.dedup();
+}
+
+/// Where each item `pick` finds among `actions` appears, as (item, action
+/// index) sorted, for [`appears_before`].
+fn index_actions<T: Ord>(
+    actions: &[Action],
+    pick: impl Fn(&Action) -> Option<T>,
+    index: &mut Vec<(T, usize)>,
+) {
+    index.clear();
+    index.extend(actions.iter().enumerate().filter_map(|(i, action)| pick(action).map(|item| (item, i))));
+    index.sort_unstable();
+}
+
+/// Whether `item` appears in `index` (from [`index_actions`]) at an action
+/// before action `before`, found in O(log n).
+fn appears_before<T: Ord>(index: &[(T, usize)], item: T, before: usize) -> bool {
+    let first = index.partition_point(|(t, _)| *t < item);
+    index.get(first).is_some_and(|(t, j)| *t == item && *j < before)
 }
