@@ -225,7 +225,7 @@ impl GroupTable {
     /// Make room for `capacity` keys in all (rehashing into more groups if
     /// needed).
     #[cold]
-    pub fn reserve(&mut self, capacity: usize) {
+    fn reserve(&mut self, capacity: usize) {
         if capacity <= self.capacity() || self.groups.len() >= MAX_GROUPS {
             return;
         }
